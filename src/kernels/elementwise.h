@@ -1,0 +1,26 @@
+// Per-token element-wise kernels of the Llama-family forward pass. All f32, in place where
+// noted; each has a scalar reference (*Reference) that tests compare the SIMD path with.
+#pragma once
+
+#include <cstdint>
+
+namespace smartgen::kernels {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], i < n. `out` may alias `x`.
+// The mean of squares is accumulated in double like ggml's (ggml_float) sum.
+void RmsNorm(const float* x, const float* weight, std::int64_t n, float eps, float* out);
+void RmsNormReference(const float* x, const float* weight, std::int64_t n, float eps, float* out);
+
+// out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)). `out` may alias either input.
+void SwiGlu(const float* gate, const float* up, std::int64_t n, float* out);
+void SwiGluReference(const float* gate, const float* up, std::int64_t n, float* out);
+
+// In-place softmax over n values (max-subtracted, f32 exp, double sum); returns the
+// log-sum-exp of the input.
+float Softmax(float* x, std::int64_t n);
+float SoftmaxReference(float* x, std::int64_t n);
+
+// y[i] += x[i]
+void AddInPlace(float* y, const float* x, std::int64_t n);
+
+}  // namespace smartgen::kernels

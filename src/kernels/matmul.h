@@ -1,0 +1,41 @@
+// Matrix products with weights in any supported storage type.
+//
+// A weight matrix W has `rows` output rows of `cols` inputs each (GGUF ne = [cols, rows]),
+// row-major, each row RowBytes(type, cols) bytes; the view borrows (usually the GGUF mapping).
+//
+//   MatVec: y[rows]      = W x           (decode: one token)
+//   MatMul: Y[n][rows]   = X[n][cols] W^T (prefill: n tokens; X and Y row-major)
+//
+// Results are f32, accumulated in f32. Work is split across `pool` (nullptr = this thread).
+// The SIMD path is picked at run time (core::GetCpuFeatures()); every path is checked against
+// the scalar reference (*Reference functions) in tests. Requires cols % block_size(type) == 0.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "gguf/ggml_type.h"
+
+namespace smartgen::kernels {
+
+struct WeightView {
+  gguf::GgmlType type = gguf::GgmlType::kF32;
+  const void* data = nullptr;
+  std::int64_t rows = 0;  // output features
+  std::int64_t cols = 0;  // input features
+  std::size_t row_bytes() const { return gguf::RowBytes(type, cols); }
+  const std::byte* row(std::int64_t r) const {
+    return static_cast<const std::byte*>(data) + static_cast<std::size_t>(r) * row_bytes();
+  }
+};
+
+void MatVec(const WeightView& w, const float* x, float* y, core::ThreadPool* pool);
+void MatMul(const WeightView& w, const float* x, std::int64_t n, float* y,
+            core::ThreadPool* pool);
+
+// Scalar references: dequantize each row exactly, then dot in f32 (sequential order).
+void MatVecReference(const WeightView& w, const float* x, float* y);
+void MatMulReference(const WeightView& w, const float* x, std::int64_t n, float* y);
+
+}  // namespace smartgen::kernels

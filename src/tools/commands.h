@@ -1,0 +1,19 @@
+// The `smartgen` command's subcommands. Each lives in its own cmd_<name>.cc and adds itself to
+// the CLI11 app (or to the `bench` group) here; main.cc calls every Register function.
+// A subcommand's callback returns through ExitWith(): 0 on success, 1 with the Status printed.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.h"
+
+namespace smartgen::tools {
+
+// Prints a non-OK status as "smartgen <command>: CODE: message" and returns the exit code.
+int ReportStatus(const char* command, const Status& status);
+
+// Top-level subcommands.
+
+// `smartgen bench <what>` subcommands.
+
+}  // namespace smartgen::tools

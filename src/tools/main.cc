@@ -1,0 +1,48 @@
+// smartgen: prefill/decode disaggregated LLM inference with selective KV-cache transfer.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "core/cpu_features.h"
+#include "core/log.h"
+#include "tools/commands.h"
+
+namespace smartgen::tools {
+
+int ReportStatus(const char* command, const Status& status) {
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "smartgen %s: %s\n", command, status.ToString().c_str());
+  return 1;
+}
+
+}  // namespace smartgen::tools
+
+int main(int argc, char** argv) {
+  using namespace smartgen;
+  CLI::App app{"smartgen: PD-disaggregated LLM inference with selective KV-cache transfer"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "smartgen 0.1.0");
+  std::string log_level;
+  app.add_option("--log", log_level, "log level: debug|info|warn|error|off")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error", "off"}));
+  app.add_flag_callback("--cpu-info", [] {
+    std::printf("%s\n", core::GetCpuFeatures().ToString().c_str());
+    std::exit(0);
+  }, "print the detected CPU features and exit");
+  app.parse_complete_callback([&] {
+    core::LogLevel level;
+    if (!log_level.empty() && core::ParseLogLevel(log_level, &level)) core::SetLogLevel(level);
+  });
+
+  CLI::App* bench = app.add_subcommand("bench", "benchmarks (print JSON with --json)");
+  bench->require_subcommand(1);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // a subcommand failed; it has printed why
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return 0;
+}
