@@ -1,0 +1,115 @@
+// Internal to the kernels layer (and its tests): the per-ISA function tables behind the public
+// kernels, so the dispatcher picks one table at run time and tests can run every table the CPU
+// supports against the scalar one.
+//
+// The ISA translation units (*_avx2.cc, *_avx512.cc) are compiled with their own -m flags. They
+// must not emit out-of-line copies of inline functions that scalar code also uses (the linker
+// keeps one copy, possibly the AVX-512 one), so the table entries take plain data only (pointers,
+// sizes, aggregate structs) and ISA files use no std containers or header inline functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/attention.h"
+#include "kernels/rope.h"
+
+namespace smartgen::core {
+class ThreadPool;
+}
+namespace smartgen::gguf {
+enum class GgmlType : std::uint32_t;
+}
+
+namespace smartgen::kernels::internal {
+
+enum class Isa : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+inline constexpr int kNumIsas = 3;
+const char* IsaName(Isa isa);
+
+// Weight storage types the matrix kernels handle, as table indices.
+enum class WeightKind : int { kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3 };
+inline constexpr int kNumWeightKinds = 4;
+
+// y[r] = W[r] . x for r in [r0, r1). Rows of `cols` elements, `row_bytes` apart.
+using MatVecSig = void(const void* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+                       float* y, std::int64_t r0, std::int64_t r1);
+using MatVecFn = MatVecSig*;
+// Y[t][r] = W[r] . X[t] for t < n and r in [r0, r1); X is [n][cols], Y has row stride ldy.
+using MatMulSig = void(const void* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+                       std::int64_t n, float* y, std::int64_t ldy, std::int64_t r0,
+                       std::int64_t r1);
+using MatMulFn = MatMulSig*;
+using AttendBlocksSig = void(const AttentionParams& p, const float* q, std::int64_t q_pos,
+                             const KvBlockRef* blocks, std::size_t n_blocks, float* out,
+                             float* lse);
+using AttendBlocksFn = AttendBlocksSig*;
+using AttendCausalSig = void(const AttentionParams& p, const float* q, std::int64_t q_stride,
+                             std::int64_t n_tokens, std::int64_t first_pos,
+                             const KvBlockRef* blocks, std::size_t n_blocks, float* out,
+                             std::int64_t out_stride, float* lse);
+using AttendCausalFn = AttendCausalSig*;
+using RmsNormSig = void(const float* x, const float* weight, std::int64_t n, float eps, float* out);
+using RmsNormFn = RmsNormSig*;
+using SwiGluSig = void(const float* gate, const float* up, std::int64_t n, float* out);
+using SwiGluFn = SwiGluSig*;
+using SoftmaxSig = float(float* x, std::int64_t n);
+using SoftmaxFn = SoftmaxSig*;
+using AddInPlaceSig = void(float* y, const float* x, std::int64_t n);
+using AddInPlaceFn = AddInPlaceSig*;
+// Rotates x[n_heads][head_dim] with per-pair cos/sin tables of n_rot / 2 entries.
+using RopeApplySig = void(const RopeConfig& c, const float* cos_t, const float* sin_t, float* x,
+                          int n_heads);
+using RopeApplyFn = RopeApplySig*;
+
+struct KernelTable {
+  Isa isa = Isa::kScalar;
+  MatVecFn mat_vec[kNumWeightKinds] = {};
+  MatMulFn mat_mul[kNumWeightKinds] = {};
+  AttendBlocksFn attend_blocks = nullptr;
+  AttendCausalFn attend_causal = nullptr;
+  RmsNormFn rms_norm = nullptr;
+  SwiGluFn swiglu = nullptr;
+  SoftmaxFn softmax = nullptr;
+  AddInPlaceFn add_in_place = nullptr;
+  RopeApplyFn rope_apply = nullptr;
+};
+
+// The table for `isa`, or nullptr when this build lacks it or this CPU (after the SMARTGEN_ISA
+// cap) cannot run it. The scalar table always exists.
+const KernelTable* GetKernelTable(Isa isa);
+// The best table for this CPU; what the public kernels use.
+const KernelTable& ActiveKernels();
+
+// The kernels of each ISA, one namespace each, all with the same names; kernel_table.cc
+// assembles them into tables. scalar:: is defined in the concept files (matmul.cc, ...),
+// avx2:: in *_avx2.cc and avx512:: in *_avx512.cc (built when SMARTGEN_KERNELS_X86 is set).
+#define SMARTGEN_KERNELS_DECLARE_ISA(ns)                  \
+  namespace ns {                                          \
+  MatVecSig MatVecF32, MatVecF16, MatVecBF16, MatVecQ8_0; \
+  MatMulSig MatMulF32, MatMulF16, MatMulBF16, MatMulQ8_0; \
+  AttendBlocksSig AttendBlocks;                           \
+  AttendCausalSig AttendCausal;                           \
+  RmsNormSig RmsNorm;                                     \
+  SwiGluSig SwiGlu;                                       \
+  SoftmaxSig Softmax;                                     \
+  AddInPlaceSig AddInPlace;                               \
+  RopeApplySig RopeApply;                                 \
+  }
+SMARTGEN_KERNELS_DECLARE_ISA(scalar)
+SMARTGEN_KERNELS_DECLARE_ISA(avx2)
+SMARTGEN_KERNELS_DECLARE_ISA(avx512)
+
+// Per-thread scratch memory for ISA kernels: at least n_floats floats, 64-byte aligned, valid
+// until the next call with the same slot on this thread. Lives in a scalar translation unit.
+float* ThreadScratch(int slot, std::size_t n_floats);
+
+// The public matrix kernels with an explicit table (tests run every available table).
+// Returns false for a weight type the table has no kernel for.
+bool MatVecWith(const KernelTable& table, gguf::GgmlType type, const void* w, std::int64_t rows,
+                std::int64_t cols, const float* x, float* y, core::ThreadPool* pool);
+bool MatMulWith(const KernelTable& table, gguf::GgmlType type, const void* w, std::int64_t rows,
+                std::int64_t cols, const float* x, std::int64_t n, float* y,
+                core::ThreadPool* pool);
+
+}  // namespace smartgen::kernels::internal

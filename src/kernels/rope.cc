@@ -1,0 +1,62 @@
+#include "kernels/rope.h"
+
+#include <cassert>
+#include <cmath>
+
+#include "kernels/kernel_table.h"
+
+namespace smartgen::kernels {
+namespace {
+
+constexpr int kMaxRotPairs = 512;
+
+// cos/sin of theta_i = pos * base^(-2i/n_rot), computed like ggml_rope_cache_init: theta starts
+// at pos and is multiplied by theta_scale = base^(-2/n_rot) (f32) once per pair.
+void RopeTables(const RopeConfig& c, std::int64_t pos, float* cos_t, float* sin_t) {
+  const float theta_scale = std::pow(c.freq_base, -2.0f / static_cast<float>(c.n_rot));
+  float theta = static_cast<float>(pos);
+  for (int i = 0; i < c.n_rot / 2; ++i) {
+    cos_t[i] = std::cos(theta);
+    sin_t[i] = std::sin(theta);
+    theta *= theta_scale;
+  }
+}
+
+}  // namespace
+
+namespace internal::scalar {
+
+void RopeApply(const RopeConfig& c, const float* cos_t, const float* sin_t, float* x, int n_heads) {
+  const int half = c.n_rot / 2;
+  for (int h = 0; h < n_heads; ++h) {
+    float* xh = x + static_cast<std::int64_t>(h) * c.head_dim;
+    for (int i = 0; i < half; ++i) {
+      // kNorm rotates (x[2i], x[2i+1]); kNeox rotates (x[i], x[i + n_rot/2]).
+      const int i0 = c.style == RopeStyle::kNorm ? 2 * i : i;
+      const int i1 = c.style == RopeStyle::kNorm ? 2 * i + 1 : i + half;
+      const float x0 = xh[i0], x1 = xh[i1];
+      xh[i0] = x0 * cos_t[i] - x1 * sin_t[i];
+      xh[i1] = x0 * sin_t[i] + x1 * cos_t[i];
+    }
+  }
+}
+
+}  // namespace internal::scalar
+
+void Rope(const RopeConfig& config, float* x, int n_heads, std::int64_t pos) {
+  assert(config.n_rot % 2 == 0 && config.n_rot <= config.head_dim &&
+         config.n_rot / 2 <= kMaxRotPairs);
+  float cos_t[kMaxRotPairs], sin_t[kMaxRotPairs];
+  RopeTables(config, pos, cos_t, sin_t);
+  internal::ActiveKernels().rope_apply(config, cos_t, sin_t, x, n_heads);
+}
+
+void RopeReference(const RopeConfig& config, float* x, int n_heads, std::int64_t pos) {
+  assert(config.n_rot % 2 == 0 && config.n_rot <= config.head_dim &&
+         config.n_rot / 2 <= kMaxRotPairs);
+  float cos_t[kMaxRotPairs], sin_t[kMaxRotPairs];
+  RopeTables(config, pos, cos_t, sin_t);
+  internal::scalar::RopeApply(config, cos_t, sin_t, x, n_heads);
+}
+
+}  // namespace smartgen::kernels

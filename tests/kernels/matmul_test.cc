@@ -1,0 +1,127 @@
+#include "kernels/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/quant.h"
+
+namespace smartgen::kernels {
+namespace {
+
+using gguf::GgmlType;
+
+struct Weights {
+  std::vector<std::byte> bytes;
+  WeightView view;
+};
+
+Weights MakeWeights(std::mt19937& rng, GgmlType type, std::int64_t rows, std::int64_t cols) {
+  Weights w;
+  const std::size_t rb = gguf::RowBytes(type, cols);
+  w.bytes.resize(rb * rows);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::vector<float> row = testing::RandomVector(rng, cols);
+    EXPECT_TRUE(QuantizeRow(type, row.data(), w.bytes.data() + r * rb, cols));
+  }
+  w.view = WeightView{type, w.bytes.data(), rows, cols};
+  return w;
+}
+
+// Summation order differs between kernels: allow rounding that grows with the dot length
+// (a wrong or missing term is off by ~0.1 or more).
+double Tolerance(std::int64_t cols) {
+  return 2e-6 * static_cast<double>(cols);
+}
+
+const GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0};
+
+// Shapes with odd row counts (tails of every row block) and columns that are multiples of 32.
+struct Shape {
+  std::int64_t rows, cols, n;
+};
+const Shape kShapes[] = {{1, 32, 2},    {7, 64, 3},     {17, 96, 5},   {33, 160, 8},
+                         {64, 576, 13}, {130, 224, 31}, {45, 1536, 4}, {257, 64, 67}};
+
+TEST(MatVec, EveryIsaMatchesReference) {
+  std::mt19937 rng(1);
+  core::ThreadPool pool(2);
+  for (GgmlType type : kTypes) {
+    for (const Shape& s : kShapes) {
+      Weights w = MakeWeights(rng, type, s.rows, s.cols);
+      std::vector<float> x = testing::RandomVector(rng, s.cols);
+      std::vector<float> want(s.rows);
+      MatVecReference(w.view, x.data(), want.data());
+      for (const auto* table : testing::AvailableTables()) {
+        for (core::ThreadPool* p : {static_cast<core::ThreadPool*>(nullptr), &pool}) {
+          std::vector<float> got(s.rows, -1e30f);
+          ASSERT_TRUE(internal::MatVecWith(*table, type, w.view.data, s.rows, s.cols, x.data(),
+                                           got.data(), p));
+          // Dots of |x|,|w| <= 1 over `cols` terms: error grows with sqrt(cols) ulps.
+          EXPECT_LT(testing::MaxRelError(got.data(), want.data(), s.rows), Tolerance(s.cols))
+              << internal::IsaName(table->isa) << " " << gguf::GetTypeInfo(type).name << " rows "
+              << s.rows << " cols " << s.cols;
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMul, EveryIsaMatchesReference) {
+  std::mt19937 rng(2);
+  core::ThreadPool pool(2);
+  for (GgmlType type : kTypes) {
+    for (const Shape& s : kShapes) {
+      Weights w = MakeWeights(rng, type, s.rows, s.cols);
+      std::vector<float> x = testing::RandomVector(rng, s.cols * s.n);
+      std::vector<float> want(s.rows * s.n);
+      MatMulReference(w.view, x.data(), s.n, want.data());
+      for (const auto* table : testing::AvailableTables()) {
+        for (core::ThreadPool* p : {static_cast<core::ThreadPool*>(nullptr), &pool}) {
+          std::vector<float> got(s.rows * s.n, -1e30f);
+          ASSERT_TRUE(internal::MatMulWith(*table, type, w.view.data, s.rows, s.cols, x.data(), s.n,
+                                           got.data(), p));
+          EXPECT_LT(testing::MaxRelError(got.data(), want.data(), got.size()), Tolerance(s.cols))
+              << internal::IsaName(table->isa) << " " << gguf::GetTypeInfo(type).name << " rows "
+              << s.rows << " cols " << s.cols << " n " << s.n;
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMul, ReferenceMatchesPerTokenMatVec) {
+  std::mt19937 rng(3);
+  Weights w = MakeWeights(rng, GgmlType::kQ8_0, 9, 64);
+  std::vector<float> x = testing::RandomVector(rng, 64 * 3);
+  std::vector<float> y(9 * 3), y1(9);
+  MatMulReference(w.view, x.data(), 3, y.data());
+  for (int t = 0; t < 3; ++t) {
+    MatVecReference(w.view, x.data() + 64 * t, y1.data());
+    for (int r = 0; r < 9; ++r) EXPECT_EQ(y[t * 9 + r], y1[r]);
+  }
+}
+
+TEST(MatMul, PublicEntryPointsUseActiveTable) {
+  std::mt19937 rng(4);
+  Weights w = MakeWeights(rng, GgmlType::kF16, 40, 128);
+  std::vector<float> x = testing::RandomVector(rng, 128 * 6);
+  std::vector<float> want(40 * 6), got(40 * 6);
+  MatMulReference(w.view, x.data(), 6, want.data());
+  MatMul(w.view, x.data(), 6, got.data(), nullptr);
+  EXPECT_LT(testing::MaxRelError(got.data(), want.data(), got.size()), Tolerance(128));
+  MatVec(w.view, x.data(), got.data(), nullptr);
+  EXPECT_LT(testing::MaxRelError(got.data(), want.data(), 40), Tolerance(128));
+}
+
+TEST(MatVec, RejectsUnsupportedType) {
+  const auto& table = internal::ActiveKernels();
+  float x[256] = {}, y[1] = {};
+  std::byte w[256] = {};
+  EXPECT_FALSE(internal::MatVecWith(table, GgmlType::kQ2_K, w, 1, 256, x, y, nullptr));
+}
+
+}  // namespace
+}  // namespace smartgen::kernels
