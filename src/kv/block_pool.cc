@@ -1,0 +1,57 @@
+#include "kv/block_pool.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace smartgen::kv {
+
+std::string KvGeometry::ToString() const {
+  return fmt::format("{} layers x {} kv heads x head_dim {}, blocks of {} tokens, {}", n_layers,
+                     n_kv_heads, head_dim, block_tokens, dtype == KvDType::kF16 ? "f16" : "f32");
+}
+
+BlockPool::BlockPool(const KvGeometry& geometry, std::int64_t capacity)
+    : geometry_(geometry), block_bytes_(geometry.block_bytes()), capacity_(capacity) {
+  // Reserve every chunk slot now: chunks_ never reallocates, so Data() may read it while
+  // another thread grows the pool.
+  chunks_.reserve(static_cast<std::size_t>((capacity + kChunkBlocks - 1) / kChunkBlocks));
+}
+
+std::int64_t BlockPool::used() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return used_;
+}
+
+Status BlockPool::Allocate(std::int64_t n, std::vector<BlockId>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (used_ + n > capacity_) {
+    return ResourceExhausted("KV block pool full: {} of {} blocks used, {} more requested", used_,
+                             capacity_, n);
+  }
+  while (static_cast<std::int64_t>(free_.size()) < n) {
+    const std::int64_t first = static_cast<std::int64_t>(chunks_.size()) * kChunkBlocks;
+    const std::int64_t count = std::min(kChunkBlocks, capacity_ - first);
+    chunks_.emplace_back(static_cast<std::size_t>(count) * block_bytes_);
+    for (std::int64_t i = count - 1; i >= 0; --i) free_.push_back(static_cast<BlockId>(first + i));
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const BlockId id = free_.back();
+    free_.pop_back();
+    std::memset(Data(id), 0, block_bytes_);
+    out->push_back(id);
+  }
+  used_ += n;
+  return Status::Ok();
+}
+
+void BlockPool::Free(std::span<const BlockId> ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (BlockId id : ids) {
+    if (id == kNoBlock) continue;
+    free_.push_back(id);
+    --used_;
+  }
+}
+
+}  // namespace smartgen::kv

@@ -1,0 +1,94 @@
+#include "kv/block_pool.h"
+
+#include <cstring>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "kv/sequence_kv.h"
+
+namespace smartgen::kv {
+namespace {
+
+KvGeometry SmallGeometry(KvDType dtype = KvDType::kF16) {
+  return {/*n_layers=*/2, /*n_kv_heads=*/3, /*head_dim=*/8, /*block_tokens=*/4, dtype};
+}
+
+TEST(KvGeometry, SizesFollowTheLayout) {
+  const KvGeometry g = SmallGeometry();
+  EXPECT_EQ(g.row_bytes(), 16u);
+  EXPECT_EQ(g.half_block_bytes(), 64u);
+  EXPECT_EQ(g.block_bytes(), 128u);
+  EXPECT_EQ(g.bytes_per_token(), 2u * 16 * 2 * 3);
+  EXPECT_EQ(g.BlocksFor(0), 0);
+  EXPECT_EQ(g.BlocksFor(4), 1);
+  EXPECT_EQ(g.BlocksFor(5), 2);
+  // The SmolLM2-135M figure of DESIGN.md: 23 KiB per token in f16.
+  const KvGeometry smol{30, 3, 64, 16, KvDType::kF16};
+  EXPECT_EQ(smol.bytes_per_token(), 23040u);
+  EXPECT_EQ(smol.block_bytes(), 4096u);
+}
+
+TEST(BlockPool, AllocatesDistinctZeroedBlocksAndRefusesPastCapacity) {
+  BlockPool pool(SmallGeometry(), 2500);
+  std::vector<BlockId> a;
+  ASSERT_TRUE(pool.Allocate(2000, &a).ok());
+  std::set<BlockId> unique(a.begin(), a.end());
+  EXPECT_EQ(unique.size(), 2000u);
+  std::memset(pool.Data(a[5]), 0xab, pool.geometry().block_bytes());
+  std::vector<BlockId> b;
+  const Status full = pool.Allocate(501, &b);
+  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(b.empty());
+  EXPECT_EQ(pool.used(), 2000);
+  pool.Free(a);
+  EXPECT_EQ(pool.used(), 0);
+  ASSERT_TRUE(pool.Allocate(2500, &b).ok());
+  for (BlockId id : b) {
+    const std::byte* d = pool.Data(id);
+    for (std::size_t i = 0; i < pool.geometry().block_bytes(); ++i) {
+      ASSERT_EQ(d[i], std::byte{0}) << "block " << id << " not zeroed";
+    }
+  }
+}
+
+TEST(SequenceKv, RowsLandInTheirBlocksAndRefsClipToValidTokens) {
+  BlockPool pool(SmallGeometry(KvDType::kF32), 100);
+  {
+    SequenceKv seq(&pool);
+    ASSERT_TRUE(seq.Reserve(6).ok());
+    EXPECT_EQ(seq.n_blocks(), 2);
+    EXPECT_EQ(pool.used(), 2 * 2 * 3);
+    // Position 5 is slot 1 of block 1.
+    float* k = reinterpret_cast<float*>(seq.KRow(1, 2, 5));
+    k[0] = 42.0f;
+    const std::byte* block = seq.BlockData(1, 2, 1);
+    float first;
+    std::memcpy(&first, block + 1 * seq.geometry().row_bytes(), sizeof(float));
+    EXPECT_EQ(first, 42.0f);
+    EXPECT_EQ(seq.VRow(1, 2, 5), block + seq.geometry().half_block_bytes() + seq.geometry().row_bytes());
+
+    seq.set_n_tokens(6);
+    std::vector<kernels::KvBlockRef> refs;
+    seq.AllRefs(1, 2, &refs);
+    ASSERT_EQ(refs.size(), 2u);
+    EXPECT_EQ(refs[0].n_tokens, 4);
+    EXPECT_EQ(refs[1].n_tokens, 2);
+    EXPECT_EQ(refs[1].first_pos, 4);
+    // Reserving fewer tokens than held changes nothing.
+    ASSERT_TRUE(seq.Reserve(3).ok());
+    EXPECT_EQ(seq.n_blocks(), 2);
+  }
+  EXPECT_EQ(pool.used(), 0) << "a destroyed sequence returns its blocks";
+}
+
+TEST(SequenceKv, FullPoolFailsReserveWithoutPartialAllocation) {
+  BlockPool pool(SmallGeometry(), 10);
+  SequenceKv seq(&pool);
+  EXPECT_EQ(seq.Reserve(100).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(pool.used(), 0);
+  EXPECT_EQ(seq.n_blocks(), 0);
+}
+
+}  // namespace
+}  // namespace smartgen::kv
