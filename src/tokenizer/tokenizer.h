@@ -50,8 +50,12 @@ class Tokenizer {
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
 
-  // Token ids of `text` (any bytes; malformed UTF-8 is kept byte-exact where the vocabulary
-  // allows). `add_special`: prepend BOS / append EOS as the vocabulary's add_bos / add_eos say.
+  // Token ids of `text`. Any bytes are accepted. Valid UTF-8 always round-trips through
+  // TokenToPiece; malformed UTF-8 is handled as llama.cpp does: byte-level BPE keeps every
+  // byte its vocabulary has a token for (GPT-2 has all 256), SPM falls back to <0xNN> tokens
+  // (a bogus lead byte may swallow part of a following "▁", so that space comes back as the
+  // bytes of "▁"). `add_special`: prepend BOS / append EOS as the vocabulary's add_bos /
+  // add_eos say.
   // `parse_special`: text equal to a CONTROL token (e.g. "<|im_start|>") becomes that token;
   // otherwise it is tokenized as plain text (USER_DEFINED tokens are split out either way).
   std::vector<TokenId> Encode(std::string_view text, bool add_special, bool parse_special) const;
