@@ -1,8 +1,8 @@
 #include "tokenizer/byte_unicode.h"
 
-#include <array>
-
 #include <fmt/format.h>
+
+#include <array>
 
 #include "tokenizer/utf8.h"
 
@@ -37,7 +37,9 @@ const Tables& GetTables() {
 
 }  // namespace
 
-std::string_view ByteToUnicode(std::uint8_t b) { return GetTables().byte_to_utf8[b]; }
+std::string_view ByteToUnicode(std::uint8_t b) {
+  return GetTables().byte_to_utf8[b];
+}
 
 int UnicodeToByte(std::uint32_t cp) {
   const Tables& t = GetTables();

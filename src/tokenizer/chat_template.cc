@@ -21,9 +21,12 @@ std::string_view Trim(std::string_view s) {
 
 std::string_view ChatTemplateName(ChatTemplateKind kind) {
   switch (kind) {
-    case ChatTemplateKind::kChatMl: return "chatml";
-    case ChatTemplateKind::kLlama3: return "llama3";
-    case ChatTemplateKind::kPhi3: return "phi3";
+    case ChatTemplateKind::kChatMl:
+      return "chatml";
+    case ChatTemplateKind::kLlama3:
+      return "llama3";
+    case ChatTemplateKind::kPhi3:
+      return "phi3";
   }
   return "unknown";
 }

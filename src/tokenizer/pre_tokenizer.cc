@@ -80,26 +80,32 @@ constexpr std::array kKnownNames = {
 
 // Names llama.cpp accepts with pre-tokenizers we have not implemented.
 constexpr std::array<std::string_view, 11> kUnsupportedNames = {
-    "deepseek-llm", "deepseek-coder", "deepseek-v3", "falcon",    "poro-chat", "chatglm-bpe",
+    "deepseek-llm", "deepseek-coder", "deepseek-v3", "falcon",       "poro-chat", "chatglm-bpe",
     "viking",       "tekken",         "bloom",       "gpt3-finnish", "chameleon"};
 
 }  // namespace
 
 std::string_view PreTokenizerTypeName(PreTokenizerType type) {
   switch (type) {
-    case PreTokenizerType::kDefault: return "default";
-    case PreTokenizerType::kGpt2: return "gpt-2";
-    case PreTokenizerType::kLlama3: return "llama3";
-    case PreTokenizerType::kQwen2: return "qwen2";
-    case PreTokenizerType::kStarCoder: return "starcoder";
+    case PreTokenizerType::kDefault:
+      return "default";
+    case PreTokenizerType::kGpt2:
+      return "gpt-2";
+    case PreTokenizerType::kLlama3:
+      return "llama3";
+    case PreTokenizerType::kQwen2:
+      return "qwen2";
+    case PreTokenizerType::kStarCoder:
+      return "starcoder";
   }
   return "unknown";
 }
 
 Result<PreTokenizerConfig> LookupPreTokenizer(std::string_view name) {
   if (name.empty()) {
-    SG_LOG_WARN("tokenizer", "tokenizer.ggml.pre is missing; using the 'default' pre-tokenizer "
-                             "(generation quality may suffer)");
+    SG_LOG_WARN("tokenizer",
+                "tokenizer.ggml.pre is missing; using the 'default' pre-tokenizer "
+                "(generation quality may suffer)");
     return kKnownNames[0].config;
   }
   for (const NamedConfig& known : kKnownNames) {

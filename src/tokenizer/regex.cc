@@ -72,8 +72,8 @@ Status Regex::FindAll(std::string_view subject, std::vector<ByteSpan>* matches) 
   std::size_t start = 0;
   std::uint32_t match_options = 0;
   while (start < subject.size()) {
-    int rc = pcre2_match(code_, data, subject.size(), start, match_options, match_data.get(),
-                         nullptr);
+    int rc =
+        pcre2_match(code_, data, subject.size(), start, match_options, match_data.get(), nullptr);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT && (match_options & PCRE2_NO_JIT) == 0) {
       // The JIT's machine stack is small; the interpreter uses the heap. Retry there.
       match_options |= PCRE2_NO_JIT;

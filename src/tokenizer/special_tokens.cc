@@ -6,7 +6,9 @@
 namespace smartgen::tokenizer {
 namespace {
 
-bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+bool IsSpace(char c) {
+  return std::isspace(static_cast<unsigned char>(c)) != 0;
+}
 
 bool Eligible(const TokenData& token, bool parse_special) {
   return parse_special || (token.attrs & (token_attr::kControl | token_attr::kUnknown)) == 0;
@@ -57,8 +59,7 @@ SpecialTokenSplitter::SpecialTokenSplitter(const Vocab& vocab)
   lengths_.erase(std::unique(lengths_.begin(), lengths_.end()), lengths_.end());
 }
 
-std::vector<Fragment> SpecialTokenSplitter::Split(std::string_view text,
-                                                  bool parse_special) const {
+std::vector<Fragment> SpecialTokenSplitter::Split(std::string_view text, bool parse_special) const {
   std::vector<Fragment> fragments;
   if (text.empty()) return fragments;
   fragments.push_back({kNoToken, 0, text.size()});
@@ -71,7 +72,8 @@ std::vector<Fragment> SpecialTokenSplitter::Split(std::string_view text,
       if (length > text.size() - pos) break;
       const auto it = by_text_.find(text.substr(pos, length));
       if (it == by_text_.end()) continue;
-      if (Eligible(vocab_->tokens[it->second], parse_special)) present.push_back(order_[it->second]);
+      if (Eligible(vocab_->tokens[it->second], parse_special))
+        present.push_back(order_[it->second]);
     }
   }
   if (present.empty()) return fragments;

@@ -1,9 +1,9 @@
 #include "tokenizer/synthetic_vocab.h"
 
+#include <fmt/format.h>
+
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "tokenizer/byte_unicode.h"
 #include "tokenizer/vocab.h"

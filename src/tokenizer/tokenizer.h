@@ -45,6 +45,8 @@ class Tokenizer {
   // LoadVocab(): missing keys, wrong array types or lengths, bad merges, unsupported
   // vocabulary or pre-tokenizer type.
   static Result<std::unique_ptr<Tokenizer>> FromGguf(const gguf::GgufFile& file);
+  // `vocab` must come from LoadVocab() (possibly edited only in ways that keep its
+  // invariants: token_to_id, special_tokens and eog_ids consistent with tokens).
   static Result<std::unique_ptr<Tokenizer>> FromVocab(Vocab vocab);
 
   Tokenizer(const Tokenizer&) = delete;
@@ -68,6 +70,8 @@ class Tokenizer {
   // The bytes token `id` stands for (llama_token_to_piece, lstrip 0): "▁" -> " " for SPM,
   // "<0x0A>" -> "\n", GPT-2 characters -> bytes. A piece may be part of a UTF-8 character.
   // With `special` false, CONTROL and UNKNOWN tokens give "". Out-of-range ids give "".
+  // The view lives as long as the Tokenizer. For streaming, concatenating pieces equals
+  // Decode() except for the SPM first-space strip and the BPE clean_spaces rules.
   std::string_view TokenToPiece(TokenId id, bool special = true) const;
 
   // The token's text as stored in the vocabulary ("" for an out-of-range id).

@@ -3,8 +3,7 @@
 namespace smartgen::tokenizer {
 
 std::size_t Utf8SequenceLength(unsigned char lead) {
-  static constexpr std::size_t kByHighNibble[16] = {1, 1, 1, 1, 1, 1, 1, 1,
-                                                    1, 1, 1, 1, 2, 2, 3, 4};
+  static constexpr std::size_t kByHighNibble[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
   return kByHighNibble[lead >> 4];
 }
 

@@ -1,12 +1,12 @@
 #include "tokenizer/vocab.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <limits>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "core/log.h"
 #include "tokenizer/byte_unicode.h"
@@ -23,13 +23,20 @@ constexpr std::string_view kKeyMerges = "tokenizer.ggml.merges";
 
 std::uint32_t AttrsFromType(std::int64_t type) {
   switch (static_cast<TokenType>(type)) {
-    case TokenType::kNormal: return token_attr::kNormal;
-    case TokenType::kUnknown: return token_attr::kUnknown;
-    case TokenType::kControl: return token_attr::kControl;
-    case TokenType::kUserDefined: return token_attr::kUserDefined;
-    case TokenType::kUnused: return token_attr::kUnused;
-    case TokenType::kByte: return token_attr::kByte;
-    case TokenType::kUndefined: break;
+    case TokenType::kNormal:
+      return token_attr::kNormal;
+    case TokenType::kUnknown:
+      return token_attr::kUnknown;
+    case TokenType::kControl:
+      return token_attr::kControl;
+    case TokenType::kUserDefined:
+      return token_attr::kUserDefined;
+    case TokenType::kUnused:
+      return token_attr::kUnused;
+    case TokenType::kByte:
+      return token_attr::kByte;
+    case TokenType::kUndefined:
+      break;
   }
   return token_attr::kUndefined;
 }
@@ -76,8 +83,7 @@ Status InitModelType(const gguf::GgufFile& file, Vocab* vocab) {
   } else if (*model == "no_vocab" || *model == "none") {
     return Unimplemented("tokenizer: the model has no vocabulary ({} = '{}')", kKeyModel, *model);
   } else if (*model == "bert" || *model == "t5" || *model == "rwkv") {
-    return Unimplemented("tokenizer: '{}' vocabularies are not supported ({})", *model,
-                         kKeyModel);
+    return Unimplemented("tokenizer: '{}' vocabularies are not supported ({})", *model, kKeyModel);
   } else {
     return InvalidArgument("tokenizer: unknown {} '{}'", kKeyModel, *model);
   }
@@ -154,8 +160,8 @@ Status LoadMerges(const gguf::GgufFile& file, Vocab* vocab) {
     // As llama.cpp: the first space at or after byte 1 separates the pair (so "Ġ Ġ" works).
     const std::size_t space = merge->find(' ', 1);
     if (space == std::string_view::npos || space + 1 >= merge->size()) {
-      return InvalidArgument("tokenizer: {}[{}] = '{}' is not a pair 'left right'", kKeyMerges,
-                             i, *merge);
+      return InvalidArgument("tokenizer: {}[{}] = '{}' is not a pair 'left right'", kKeyMerges, i,
+                             *merge);
     }
     vocab->merge_ranks.emplace(std::string(*merge), static_cast<int>(i));
   }
@@ -195,10 +201,10 @@ Status LoadSpecialIds(const gguf::GgufFile& file, Vocab* vocab) {
     }
     *id = static_cast<TokenId>(*value);
   }
-  SG_ASSIGN_OR_RETURN(vocab->add_bos, GetBoolOr(file, "tokenizer.ggml.add_bos_token",
-                                                vocab->add_bos));
-  SG_ASSIGN_OR_RETURN(vocab->add_eos, GetBoolOr(file, "tokenizer.ggml.add_eos_token",
-                                                vocab->add_eos));
+  SG_ASSIGN_OR_RETURN(vocab->add_bos,
+                      GetBoolOr(file, "tokenizer.ggml.add_bos_token", vocab->add_bos));
+  SG_ASSIGN_OR_RETURN(vocab->add_eos,
+                      GetBoolOr(file, "tokenizer.ggml.add_eos_token", vocab->add_eos));
   return Status::Ok();
 }
 
@@ -213,11 +219,26 @@ void DetectSpecialsByText(Vocab* vocab) {
   const std::vector<Rule> rules = {
       {&sp.eot,
        {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
-        "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"}},
+        "<\xEF\xBD\x9C"
+        "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"}},
       {&sp.eom, {"<|eom_id|>"}},
-      {&sp.fim_pre, {"<|fim_prefix|>", "<fim-prefix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>"}},
-      {&sp.fim_suf, {"<|fim_suffix|>", "<fim-suffix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>", "<SUF>"}},
-      {&sp.fim_mid, {"<|fim_middle|>", "<fim-middle>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>"}},
+      {&sp.fim_pre,
+       {"<|fim_prefix|>", "<fim-prefix>",
+        "<\xEF\xBD\x9C"
+        "fim\xE2\x96\x81"
+        "begin\xEF\xBD\x9C>",
+        "<PRE>"}},
+      {&sp.fim_suf,
+       {"<|fim_suffix|>", "<fim-suffix>",
+        "<\xEF\xBD\x9C"
+        "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
+        "<SUF>"}},
+      {&sp.fim_mid,
+       {"<|fim_middle|>", "<fim-middle>",
+        "<\xEF\xBD\x9C"
+        "fim\xE2\x96\x81"
+        "end\xEF\xBD\x9C>",
+        "<MID>"}},
       {&sp.fim_pad, {"<|fim_pad|>", "<fim-pad>", "<PAD>"}},
       {&sp.fim_rep, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"}},
       {&sp.fim_sep, {"<|file_sep|>"}},
@@ -242,8 +263,8 @@ void DetectSpecialsByText(Vocab* vocab) {
     if (id != kNoToken) eog.push_back(id);
   }
   static constexpr std::array<std::string_view, 7> kEogTexts = {
-      "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-      "<EOT>"};
+      "<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>",
+      "<|endoftext|>", "<|eom_id|>", "<EOT>"};
   for (TokenId id = 0; id < vocab->n_tokens(); ++id) {
     TokenData& token = vocab->tokens[id];
     if (std::find(kEogTexts.begin(), kEogTexts.end(), token.text) != kEogTexts.end()) {

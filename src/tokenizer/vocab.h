@@ -88,8 +88,8 @@ using TokenIndex = std::unordered_map<std::string, TokenId, StringHash, std::equ
 
 struct Vocab {
   VocabType type = VocabType::kSpm;
-  std::string pre_name;      // tokenizer.ggml.pre as written ("" when absent)
-  PreTokenizerConfig pre;    // BPE only
+  std::string pre_name;    // tokenizer.ggml.pre as written ("" when absent)
+  PreTokenizerConfig pre;  // BPE only
   std::vector<TokenData> tokens;
   TokenIndex token_to_id;
   // BPE merges: "left right" (the merge string as stored) -> rank (its index; first wins).

@@ -2,12 +2,12 @@
 // (llama_tokenize with add_special = the vocabulary's add_bos, parse_special = false), the
 // token pieces, and the greedy continuation's text (llama_detokenize(remove_special = false,
 // unparse_special = false), compared byte for byte through `text_hex`).
+#include <gtest/gtest.h>
+
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "test_data.h"
 
@@ -39,7 +39,9 @@ bool LoadJson(const std::string& rel, nlohmann::json* out) {
   return true;
 }
 
-void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.json; }
+void PrintTo(const GoldenCase& c, std::ostream* os) {
+  *os << c.json;
+}
 
 class ModelGoldenTest : public ::testing::TestWithParam<GoldenCase> {};
 
@@ -93,19 +95,16 @@ TEST_P(ModelGoldenTest, PromptTokensPiecesAndGreedyText) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllModels, ModelGoldenTest,
-    ::testing::Values(GoldenCase{"golden/stories260K.json", "models/stories260K.gguf"},
-                      GoldenCase{"golden/tiny-llama-spm.json", "golden/tiny-llama-spm.gguf"},
-                      GoldenCase{"golden/tiny-llama-bpe.json", "golden/tiny-llama-bpe.gguf"},
-                      GoldenCase{"golden/tiny-qwen2.json", "golden/tiny-qwen2.gguf"},
-                      GoldenCase{"golden/tiny-qwen3.json", "golden/tiny-qwen3.gguf"},
-                      GoldenCase{"golden/quant/tiny-llama-q-f32.json",
-                                 "golden/quant/tiny-llama-q-f32.gguf"},
-                      GoldenCase{"golden/quant/tiny-llama-q-f16.json",
-                                 "golden/quant/tiny-llama-q-f16.gguf"},
-                      GoldenCase{"golden/quant/tiny-llama-q-bf16.json",
-                                 "golden/quant/tiny-llama-q-bf16.gguf"},
-                      GoldenCase{"golden/quant/tiny-llama-q-q8_0.json",
-                                 "golden/quant/tiny-llama-q-q8_0.gguf"}),
+    ::testing::Values(
+        GoldenCase{"golden/stories260K.json", "models/stories260K.gguf"},
+        GoldenCase{"golden/tiny-llama-spm.json", "golden/tiny-llama-spm.gguf"},
+        GoldenCase{"golden/tiny-llama-bpe.json", "golden/tiny-llama-bpe.gguf"},
+        GoldenCase{"golden/tiny-qwen2.json", "golden/tiny-qwen2.gguf"},
+        GoldenCase{"golden/tiny-qwen3.json", "golden/tiny-qwen3.gguf"},
+        GoldenCase{"golden/quant/tiny-llama-q-f32.json", "golden/quant/tiny-llama-q-f32.gguf"},
+        GoldenCase{"golden/quant/tiny-llama-q-f16.json", "golden/quant/tiny-llama-q-f16.gguf"},
+        GoldenCase{"golden/quant/tiny-llama-q-bf16.json", "golden/quant/tiny-llama-q-bf16.gguf"},
+        GoldenCase{"golden/quant/tiny-llama-q-q8_0.json", "golden/quant/tiny-llama-q-q8_0.gguf"}),
     [](const auto& info) {
       std::string name = info.param.json.substr(info.param.json.rfind('/') + 1);
       name = name.substr(0, name.size() - 5);

@@ -1,10 +1,10 @@
 #include "tokenizer/pre_tokenizer.h"
 
+#include <gtest/gtest.h>
+
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace smartgen::tokenizer {
 namespace {
@@ -49,8 +49,7 @@ TEST(PreTokenizer, StarCoderSplitsDigitsThenGpt2) {
 
 TEST(PreTokenizer, UnicodeClassesFollowUnicodeProperties) {
   // Cyrillic letters, an Arabic-Indic digit and a CJK ideograph.
-  EXPECT_EQ(Split(PreTokenizerType::kGpt2, "привет ٣ 中文"),
-            (Pieces{"привет", " ٣", " 中文"}));
+  EXPECT_EQ(Split(PreTokenizerType::kGpt2, "привет ٣ 中文"), (Pieces{"привет", " ٣", " 中文"}));
 }
 
 TEST(PreTokenizer, PiecesCoverAnyInputExactly) {

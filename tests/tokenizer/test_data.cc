@@ -1,10 +1,10 @@
 #include "test_data.h"
 
-#include <map>
-#include <mutex>
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
 
 namespace smartgen::tokenizer::testing {
 

@@ -2,13 +2,13 @@
 // detokenization options, malformed input and concurrent use.
 #include "tokenizer/tokenizer.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "test_data.h"
 #include "tokenizer/utf8.h"
@@ -66,8 +66,8 @@ TEST(Tokenizer, BpeRoundTripsPlainText) {
 TEST(Tokenizer, RandomUtf8RoundTrips) {
   std::mt19937 rng(11);
   const std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges = {
-      {0x20, 0x7E}, {0x09, 0x0A}, {0xA0, 0x24F}, {0x400, 0x4FF}, {0x4E00, 0x9FFF},
-      {0x1F300, 0x1F6FF}, {0x1780, 0x17FF}};
+      {0x20, 0x7E},     {0x09, 0x0A},       {0xA0, 0x24F},   {0x400, 0x4FF},
+      {0x4E00, 0x9FFF}, {0x1F300, 0x1F6FF}, {0x1780, 0x17FF}};
   for (const char* vocab : {kSpm, kPhi3, kGpt2, kStarCoder}) {
     const Tokenizer* tok = SharedTokenizer(vocab);
     ASSERT_NE(tok, nullptr);
@@ -161,7 +161,8 @@ TEST(Tokenizer, SpmAddsTheDummyPrefixAfterEachSpecialToken) {
   ASSERT_NE(tok, nullptr);
   // "</s>" is CONTROL in Llama 2's vocabulary.
   const std::vector<TokenId> ids = tok->Encode("a</s>b", false, true);
-  EXPECT_EQ(ids, Concat(Concat(tok->Encode("a", false, false), {2}), tok->Encode("b", false, false)));
+  EXPECT_EQ(ids,
+            Concat(Concat(tok->Encode("a", false, false), {2}), tok->Encode("b", false, false)));
 }
 
 TEST(Tokenizer, UserDefinedTokensSplitEvenWithoutParseSpecial) {
@@ -172,7 +173,8 @@ TEST(Tokenizer, UserDefinedTokensSplitEvenWithoutParseSpecial) {
   EXPECT_TRUE(tok->TokenAttrs(2) & token_attr::kUserDefined);
   EXPECT_TRUE(tok->TokenAttrs(2) & token_attr::kRstrip);
   const std::vector<TokenId> ids = tok->Encode("a</s>   b", false, false);
-  EXPECT_EQ(ids, Concat(Concat(tok->Encode("a", false, false), {2}), tok->Encode("b", false, false)));
+  EXPECT_EQ(ids,
+            Concat(Concat(tok->Encode("a", false, false), {2}), tok->Encode("b", false, false)));
 }
 
 TEST(Tokenizer, DecodeHidesControlTokensUnlessUnparsed) {
@@ -202,8 +204,7 @@ TEST(Tokenizer, SpmDecodeStripsOnlyTheFirstDummySpace) {
 TEST(Tokenizer, BpeDecodeCleansSpacesLikeLlamaCpp) {
   const Tokenizer* tok = SharedTokenizer(kGpt2);
   ASSERT_NE(tok, nullptr);
-  EXPECT_EQ(tok->Decode(tok->Encode("Hello , world ! It 's", false, false)),
-            "Hello, world! It's");
+  EXPECT_EQ(tok->Decode(tok->Encode("Hello , world ! It 's", false, false)), "Hello, world! It's");
   EXPECT_EQ(tok->Decode(tok->Encode("don 't", false, false)), "don 't");
 }
 

@@ -1,11 +1,11 @@
 // The tokenizer golden files of ../shared/vocab (see FORMAT.md there): every string of each
 // .inp must tokenize (add_special = false, parse_special = false) to the ids on its line of
 // .out, as llama.cpp's test-tokenizer-0 checks.
-#include <string>
-#include <vector>
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "core/mapped_file.h"
 #include "test_data.h"
@@ -55,7 +55,9 @@ std::vector<std::vector<TokenId>> ParseOutputs(const std::string& data) {
   return outputs;
 }
 
-std::string Show(const std::vector<TokenId>& ids) { return fmt::format("[{}]", fmt::join(ids, " ")); }
+std::string Show(const std::vector<TokenId>& ids) {
+  return fmt::format("[{}]", fmt::join(ids, " "));
+}
 
 class VocabGoldenTest : public ::testing::TestWithParam<std::string> {};
 

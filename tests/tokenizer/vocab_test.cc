@@ -2,10 +2,10 @@
 // give a clear error naming the key, never a crash.
 #include "tokenizer/vocab.h"
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "test_data.h"
 #include "tokenizer/byte_unicode.h"
@@ -20,8 +20,19 @@ using Strings = std::vector<std::string>;
 gguf::GgufWriter TinySpm() {
   gguf::GgufWriter w;
   w.AddString("tokenizer.ggml.model", "llama");
-  const Strings tokens = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "c",
-                          "\xE2\x96\x81" "a", "ab", "bc", "\xE2\x96\x81" "ab"};
+  const Strings tokens = {"<unk>",
+                          "<s>",
+                          "</s>",
+                          "\xE2\x96\x81",
+                          "a",
+                          "b",
+                          "c",
+                          "\xE2\x96\x81"
+                          "a",
+                          "ab",
+                          "bc",
+                          "\xE2\x96\x81"
+                          "ab"};
   const std::vector<float> scores = {0, 0, 0, -1, -2, -2, -2, -5, -3, -1, -4};
   const std::vector<std::int32_t> types = {2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
   w.AddStringArray("tokenizer.ggml.tokens", tokens);
@@ -35,7 +46,15 @@ gguf::GgufWriter TinyBpe(const Strings& merges, std::string_view pre = "gpt-2") 
   gguf::GgufWriter w;
   w.AddString("tokenizer.ggml.model", "gpt2");
   w.AddString("tokenizer.ggml.pre", pre);
-  const Strings tokens = {"a", "b", "c", "\xC4\xA0", "ab", "bc", "abc", "\xC4\xA0" "a",
+  const Strings tokens = {"a",
+                          "b",
+                          "c",
+                          "\xC4\xA0",
+                          "ab",
+                          "bc",
+                          "abc",
+                          "\xC4\xA0"
+                          "a",
                           "<|endoftext|>"};
   w.AddStringArray("tokenizer.ggml.tokens", tokens);
   w.AddStringArray("tokenizer.ggml.merges", merges);
@@ -44,7 +63,9 @@ gguf::GgufWriter TinyBpe(const Strings& merges, std::string_view pre = "gpt-2") 
   return w;
 }
 
-std::vector<TokenId> Ids(std::initializer_list<TokenId> ids) { return ids; }
+std::vector<TokenId> Ids(std::initializer_list<TokenId> ids) {
+  return ids;
+}
 
 TEST(Vocab, SpmMergesTheHighestScoringPairFirst) {
   auto tok = TokenizerFromWriter(TinySpm(), "tiny_spm");
@@ -119,8 +140,8 @@ std::vector<BadCase> BadCases() {
   {
     gguf::GgufWriter w;
     w.AddUint32("tokenizer.ggml.model", 3);
-    cases.push_back({"model_not_string", StatusCode::kInvalidArgument, "tokenizer.ggml.model",
-                     std::move(w)});
+    cases.push_back(
+        {"model_not_string", StatusCode::kInvalidArgument, "tokenizer.ggml.model", std::move(w)});
   }
   {
     gguf::GgufWriter w;
@@ -132,8 +153,8 @@ std::vector<BadCase> BadCases() {
     w.AddString("tokenizer.ggml.model", "llama");
     const std::vector<std::int32_t> ints = {1, 2, 3};
     w.AddInt32Array("tokenizer.ggml.tokens", ints);
-    cases.push_back({"tokens_not_strings", StatusCode::kInvalidArgument,
-                     "tokenizer.ggml.tokens[0]", std::move(w)});
+    cases.push_back({"tokens_not_strings", StatusCode::kInvalidArgument, "tokenizer.ggml.tokens[0]",
+                     std::move(w)});
   }
   {
     gguf::GgufWriter w;
@@ -147,8 +168,8 @@ std::vector<BadCase> BadCases() {
     w.AddStringArray("tokenizer.ggml.tokens", three);
     const std::vector<float> scores = {0.0f, 1.0f};
     w.AddFloat32Array("tokenizer.ggml.scores", scores);
-    cases.push_back({"scores_length", StatusCode::kInvalidArgument, "tokenizer.ggml.scores",
-                     std::move(w)});
+    cases.push_back(
+        {"scores_length", StatusCode::kInvalidArgument, "tokenizer.ggml.scores", std::move(w)});
   }
   {
     gguf::GgufWriter w;
@@ -156,16 +177,16 @@ std::vector<BadCase> BadCases() {
     w.AddStringArray("tokenizer.ggml.tokens", three);
     const std::vector<std::int32_t> types = {1, 1, 1, 1};
     w.AddInt32Array("tokenizer.ggml.token_type", types);
-    cases.push_back({"types_length", StatusCode::kInvalidArgument, "tokenizer.ggml.token_type",
-                     std::move(w)});
+    cases.push_back(
+        {"types_length", StatusCode::kInvalidArgument, "tokenizer.ggml.token_type", std::move(w)});
   }
   {
     gguf::GgufWriter w;
     w.AddString("tokenizer.ggml.model", "llama");
     w.AddStringArray("tokenizer.ggml.tokens", three);
     w.AddStringArray("tokenizer.ggml.scores", three);
-    cases.push_back({"scores_not_numbers", StatusCode::kInvalidArgument,
-                     "tokenizer.ggml.scores[0]", std::move(w)});
+    cases.push_back({"scores_not_numbers", StatusCode::kInvalidArgument, "tokenizer.ggml.scores[0]",
+                     std::move(w)});
   }
   {
     gguf::GgufWriter w;
@@ -182,8 +203,8 @@ std::vector<BadCase> BadCases() {
   }
   cases.push_back({"bad_merge", StatusCode::kInvalidArgument, "tokenizer.ggml.merges[1]",
                    TinyBpe({"a b", "abc"})});
-  cases.push_back({"merge_trailing_space", StatusCode::kInvalidArgument,
-                   "tokenizer.ggml.merges[0]", TinyBpe({"a "})});
+  cases.push_back({"merge_trailing_space", StatusCode::kInvalidArgument, "tokenizer.ggml.merges[0]",
+                   TinyBpe({"a "})});
   cases.push_back({"unknown_pre", StatusCode::kInvalidArgument, "gpt-5", TinyBpe({}, "gpt-5")});
   cases.push_back({"unsupported_pre", StatusCode::kUnimplemented, "deepseek-coder",
                    TinyBpe({}, "deepseek-coder")});
@@ -205,8 +226,8 @@ std::vector<BadCase> BadCases() {
   {
     gguf::GgufWriter w = TinySpm();
     w.AddString("tokenizer.ggml.eos_token_id", "2");
-    cases.push_back({"eos_not_int", StatusCode::kInvalidArgument, "tokenizer.ggml.eos_token_id",
-                     std::move(w)});
+    cases.push_back(
+        {"eos_not_int", StatusCode::kInvalidArgument, "tokenizer.ggml.eos_token_id", std::move(w)});
   }
   return cases;
 }
