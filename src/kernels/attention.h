@@ -16,7 +16,9 @@
 namespace smartgen::kernels {
 
 enum class KvDType : std::uint8_t { kF32 = 0, kF16 = 1 };
-inline constexpr int KvDTypeSize(KvDType t) { return t == KvDType::kF32 ? 4 : 2; }
+inline constexpr int KvDTypeSize(KvDType t) {
+  return t == KvDType::kF32 ? 4 : 2;
+}
 
 // A run of cached tokens of one KV head: K and V each [n_tokens][head_dim] in `dtype`,
 // contiguous. Positions are first_pos .. first_pos + n_tokens - 1. Borrowed, not owned.
@@ -29,8 +31,8 @@ struct KvBlockRef {
 
 struct AttentionParams {
   int head_dim = 0;
-  int n_q = 1;          // query heads in the group
-  float scale = 1.0f;   // usually 1/sqrt(head_dim)
+  int n_q = 1;         // query heads in the group
+  float scale = 1.0f;  // usually 1/sqrt(head_dim)
   KvDType dtype = KvDType::kF32;
 };
 
@@ -48,8 +50,7 @@ void AttendBlocksReference(const AttentionParams& p, const float* q, std::int64_
 // group starts at q + t * q_stride (floats) and its output at out + t * out_stride; lse, when
 // not null, is [n_tokens][n_q]. Single-threaded: callers split tokens or heads across threads.
 void AttendCausal(const AttentionParams& p, const float* q, std::int64_t q_stride,
-                  std::int64_t n_tokens, std::int64_t first_pos,
-                  std::span<const KvBlockRef> blocks, float* out, std::int64_t out_stride,
-                  float* lse);
+                  std::int64_t n_tokens, std::int64_t first_pos, std::span<const KvBlockRef> blocks,
+                  float* out, std::int64_t out_stride, float* lse);
 
 }  // namespace smartgen::kernels

@@ -42,9 +42,9 @@ inline f16_t F32ToF16(float f) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
   const std::uint32_t sign = (x >> 16) & 0x8000;
   const std::uint32_t abs = x & 0x7fffffff;
-  if (abs > 0x7f800000) return static_cast<f16_t>(sign | 0x7e00);  // NaN
+  if (abs > 0x7f800000) return static_cast<f16_t>(sign | 0x7e00);   // NaN
   if (abs >= 0x477ff000) return static_cast<f16_t>(sign | 0x7c00);  // overflow -> inf
-  if (abs < 0x38800000) {  // result is subnormal or zero
+  if (abs < 0x38800000) {                                           // result is subnormal or zero
     // Add 0.5 as a float so the FPU rounds the mantissa to nearest even at 2^-24.
     const float r = std::bit_cast<float>(abs) + 0.5f;
     return static_cast<f16_t>(sign | (std::bit_cast<std::uint32_t>(r) - 0x3f000000u));
@@ -54,7 +54,9 @@ inline f16_t F32ToF16(float f) {
   return static_cast<f16_t>(sign | (rounded >> 13));
 }
 
-inline float Bf16ToF32(bf16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+inline float Bf16ToF32(bf16_t h) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
 
 inline bf16_t F32ToBf16(float f) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(f);

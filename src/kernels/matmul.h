@@ -31,8 +31,7 @@ struct WeightView {
 };
 
 void MatVec(const WeightView& w, const float* x, float* y, core::ThreadPool* pool);
-void MatMul(const WeightView& w, const float* x, std::int64_t n, float* y,
-            core::ThreadPool* pool);
+void MatMul(const WeightView& w, const float* x, std::int64_t n, float* y, core::ThreadPool* pool);
 
 // Scalar references: dequantize each row exactly, then dot in f32 (sequential order).
 void MatVecReference(const WeightView& w, const float* x, float* y);

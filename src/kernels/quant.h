@@ -13,8 +13,8 @@ namespace smartgen::kernels {
 
 inline constexpr int kQK8_0 = 32;
 struct BlockQ8_0 {
-  f16_t d;                  // scale
-  std::int8_t qs[kQK8_0];   // x[i] = d * qs[i]
+  f16_t d;                 // scale
+  std::int8_t qs[kQK8_0];  // x[i] = d * qs[i]
 };
 static_assert(sizeof(BlockQ8_0) == 34);
 

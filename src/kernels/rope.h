@@ -13,7 +13,7 @@ enum class RopeStyle { kNorm, kNeox };
 
 struct RopeConfig {
   int head_dim = 0;
-  int n_rot = 0;           // rotated dims per head (<= head_dim, even)
+  int n_rot = 0;  // rotated dims per head (<= head_dim, even)
   float freq_base = 10000.0f;
   RopeStyle style = RopeStyle::kNorm;
 };

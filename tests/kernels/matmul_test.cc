@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "kernel_test_util.h"
 #include "kernels/quant.h"
 
@@ -121,6 +123,26 @@ TEST(MatVec, RejectsUnsupportedType) {
   float x[256] = {}, y[1] = {};
   std::byte w[256] = {};
   EXPECT_FALSE(internal::MatVecWith(table, GgmlType::kQ2_K, w, 1, 256, x, y, nullptr));
+}
+
+}  // namespace
+}  // namespace smartgen::kernels
+
+namespace smartgen::kernels {
+namespace {
+
+TEST(KernelTables, EverySupportedIsaHasATable) {
+  // The SIMD tables must exist where the CPU runs them, or the SIMD tests test nothing.
+  const core::CpuFeatures& f = core::GetCpuFeatures();
+  EXPECT_NE(internal::GetKernelTable(internal::Isa::kScalar), nullptr);
+#if defined(__x86_64__)
+  EXPECT_EQ(internal::GetKernelTable(internal::Isa::kAvx2) != nullptr, f.HasAvx2());
+  EXPECT_EQ(internal::GetKernelTable(internal::Isa::kAvx512) != nullptr, f.HasAvx512());
+#endif
+  EXPECT_EQ(internal::ActiveKernels().isa, testing::AvailableTables().back()->isa);
+  std::printf("kernel tables: ");
+  for (const auto* t : testing::AvailableTables()) std::printf("%s ", internal::IsaName(t->isa));
+  std::printf("(cpu: %s)\n", f.ToString().c_str());
 }
 
 }  // namespace

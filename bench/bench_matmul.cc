@@ -1,0 +1,177 @@
+// GEMV (decode) and GEMM (prefill) at the SmolLM2-135M shapes, per weight type and ISA, and
+// OpenBLAS sgemm for comparison. Counters: GB/s of weights streamed (GEMV), GFLOP/s (GEMM).
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "core/thread_pool.h"
+#include "kernels/kernel_table.h"
+#include "kernels/matmul.h"
+
+#if defined(SMARTGEN_BENCH_OPENBLAS)
+#include <cblas.h>
+#endif
+
+namespace smartgen::bench {
+namespace {
+
+using gguf::GgmlType;
+using kernels::internal::Isa;
+
+constexpr GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0};
+
+core::ThreadPool* Pool(int threads) {
+  static core::ThreadPool pool2(2);
+  return threads == 2 ? &pool2 : nullptr;
+}
+
+// One whole decode token's weight stream: every matrix of 30 layers plus the output head,
+// each a distinct buffer, so nothing stays in cache (as in a real decode step).
+void BM_DecodeWeights(benchmark::State& state, GgmlType type, Isa isa, int threads) {
+  const auto* table = kernels::internal::GetKernelTable(isa);
+  if (table == nullptr) return state.SkipWithError("ISA not available");
+  std::vector<std::vector<std::byte>> mats;
+  std::vector<MatShape> shapes;
+  for (int l = 0; l < kLayers; ++l) {
+    for (const MatShape& s : kLayerMats) {
+      mats.push_back(RandomWeights(type, s.rows, s.cols, 100 + l));
+      shapes.push_back(s);
+    }
+  }
+  mats.push_back(RandomWeights(type, kVocab, kEmbd, 7));
+  shapes.push_back({"output", kVocab, kEmbd});
+  std::vector<float> x = RandomFloats(kFfn, 1), y(kVocab);
+  std::size_t bytes = 0;
+  for (const auto& m : mats) bytes += m.size();
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < mats.size(); ++i) {
+      kernels::internal::MatVecWith(*table, type, mats[i].data(), shapes[i].rows, shapes[i].cols,
+                                    x.data(), y.data(), Pool(threads));
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations() / 1e9,
+                                              benchmark::Counter::kIsRate);
+  state.counters["tok/s"] = benchmark::Counter(state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["MB"] = static_cast<double>(bytes) / 1e6;
+}
+
+// One prefill chunk of n tokens through the matrices of one layer (x30 for the model figure).
+void BM_PrefillLayer(benchmark::State& state, GgmlType type, Isa isa, int threads) {
+  const auto* table = kernels::internal::GetKernelTable(isa);
+  if (table == nullptr) return state.SkipWithError("ISA not available");
+  const std::int64_t n = state.range(0);
+  std::vector<std::vector<std::byte>> mats;
+  for (const MatShape& s : kLayerMats) mats.push_back(RandomWeights(type, s.rows, s.cols, 3));
+  std::vector<float> x = RandomFloats(n * kFfn, 2), y(n * kFfn);
+  double flops = 0;
+  for (const MatShape& s : kLayerMats) flops += 2.0 * s.rows * s.cols * n;
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < mats.size(); ++i) {
+      const MatShape& s = kLayerMats[i];
+      kernels::internal::MatMulWith(*table, type, mats[i].data(), s.rows, s.cols, x.data(), n,
+                                    y.data(), Pool(threads));
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  // Matmul-only prefill rate of the 30-layer model (no attention, no output head).
+  state.counters["model_tok/s"] = benchmark::Counter(
+      static_cast<double>(n) * state.iterations() / kLayers, benchmark::Counter::kIsRate);
+}
+
+// A single GEMM shape (rows x cols weights, n tokens).
+void BM_MatMul(benchmark::State& state, GgmlType type, Isa isa, int threads) {
+  const auto* table = kernels::internal::GetKernelTable(isa);
+  if (table == nullptr) return state.SkipWithError("ISA not available");
+  const std::int64_t rows = state.range(0), cols = state.range(1), n = state.range(2);
+  std::vector<std::byte> w = RandomWeights(type, rows, cols, 3);
+  std::vector<float> x = RandomFloats(n * cols, 2), y(n * rows);
+  for (auto _ : state) {
+    kernels::internal::MatMulWith(*table, type, w.data(), rows, cols, x.data(), n, y.data(),
+                                  Pool(threads));
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * n * state.iterations() / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+
+#if defined(SMARTGEN_BENCH_OPENBLAS)
+void BM_OpenBlasPrefillLayer(benchmark::State& state, int threads) {
+  openblas_set_num_threads(threads);
+  const std::int64_t n = state.range(0);
+  std::vector<std::vector<float>> mats;
+  for (const MatShape& s : kLayerMats) mats.push_back(RandomFloats(s.rows * s.cols, 3));
+  std::vector<float> x = RandomFloats(n * kFfn, 2), y(n * kFfn);
+  double flops = 0;
+  for (const MatShape& s : kLayerMats) flops += 2.0 * s.rows * s.cols * n;
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < mats.size(); ++i) {
+      const MatShape& s = kLayerMats[i];
+      // Y[n][rows] = X[n][cols] W^T
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, s.rows, s.cols, 1.0f, x.data(),
+                  s.cols, mats[i].data(), s.cols, 0.0f, y.data(), s.rows);
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  state.counters["model_tok/s"] = benchmark::Counter(
+      static_cast<double>(n) * state.iterations() / kLayers, benchmark::Counter::kIsRate);
+}
+#endif
+
+const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
+
+[[maybe_unused]] const bool kRegistered = [] {
+  for (GgmlType type : kTypes) {
+    for (Isa isa : kIsas) {
+      for (int threads : {1, 2}) {
+        const std::string suffix = std::string(TypeName(type)) + "/" +
+                                   kernels::internal::IsaName(isa) +
+                                   "/threads:" + std::to_string(threads);
+        if (isa != Isa::kScalar) {
+          benchmark::RegisterBenchmark(("BM_DecodeWeights/" + suffix).c_str(), BM_DecodeWeights,
+                                       type, isa, threads)
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
+        }
+        if (isa != Isa::kScalar || threads == 1) {
+          benchmark::RegisterBenchmark(("BM_PrefillLayer/" + suffix).c_str(), BM_PrefillLayer, type,
+                                       isa, threads)
+              ->Arg(isa == Isa::kScalar ? 16 : 512)
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
+        }
+        if (isa != Isa::kScalar) {
+          benchmark::RegisterBenchmark(("BM_MatMul/" + suffix).c_str(), BM_MatMul, type, isa,
+                                       threads)
+              ->Args({kFfn, kEmbd, 512})
+              ->Args({kEmbd, kFfn, 512})
+              ->Args({kEmbd, kEmbd, 64})
+              ->Args({kEmbd, kEmbd, 2})
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
+      }
+    }
+  }
+#if defined(SMARTGEN_BENCH_OPENBLAS)
+  for (int threads : {1, 2}) {
+    benchmark::RegisterBenchmark(
+        ("BM_OpenBlasPrefillLayer/f32/threads:" + std::to_string(threads)).c_str(),
+        BM_OpenBlasPrefillLayer, threads)
+        ->Arg(512)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+#endif
+  return true;
+}();
+
+}  // namespace
+}  // namespace smartgen::bench

@@ -1,0 +1,307 @@
+// Matrix kernels (matmul.h) written once against the Simd vocabulary of simd_<isa>.h and
+// compiled once per ISA (matmul_avx2.cc, matmul_avx512.cc define SMARTGEN_SIMD_NS first).
+//
+// MatVec (decode) is memory-bound: each weight row is streamed once, kRows rows per pass
+// sharing the loads of x. MatMul (prefill) is a blocked GEMM: for each K block, a panel of NR
+// weight rows is dequantized to f32 and transposed once into packed[k][NR] (thread scratch),
+// then a kGemmMr x NR register-blocked micro-kernel sweeps every token over it, so F16/BF16/
+// Q8_0 weights are converted once per panel and reused by all tokens.
+#ifndef SMARTGEN_SIMD_NS
+#error "define SMARTGEN_SIMD_NS and include kernels/simd_<isa>.h before this file"
+#endif
+
+namespace smartgen::kernels::internal::SMARTGEN_SIMD_NS {
+namespace {
+
+using S = Simd;
+using V = S::V;
+constexpr int L = S::kLanes;
+constexpr int kMr = S::kGemmMr;
+constexpr int kNv = S::kGemmNv;
+constexpr int kNr = kNv * L;         // weight rows per packed panel
+constexpr int kQ8Block = 32;         // kQK8_0
+constexpr int kQ8Bytes = 34;         // sizeof(BlockQ8_0): f16 scale + 32 int8
+constexpr std::int64_t kKc = 256;    // K block of the GEMM (multiple of 32)
+constexpr std::int64_t kSmallN = 4;  // below this many tokens MatMul streams rows like MatVec
+
+template <typename T>
+T MinOf(T a, T b) {
+  return a < b ? a : b;
+}
+
+float HalfToFloat(std::uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
+// The hardware prefetcher loses track of kVecRows interleaved rows that are not cache-line
+// aligned, so the GEMV prefetches the bytes it will read kPrefetchRows rows later.
+constexpr int kPrefetchRows = 12;
+void PrefetchAhead(const std::byte* p, std::int64_t offset, std::size_t row_bytes) {
+  __builtin_prefetch(p + offset + kPrefetchRows * row_bytes, 0, 0);
+}
+
+// How a weight row's elements are loaded as f32. k is a multiple of L for Load.
+struct KindF32 {
+  static constexpr int kBytes = 4;  // per element (Q8_0: per int8, ignoring scales)
+  static V Load(const std::byte* row, std::int64_t k) {
+    return S::Load(reinterpret_cast<const float*>(row) + k);
+  }
+  static float Scalar(const std::byte* row, std::int64_t k) {
+    return reinterpret_cast<const float*>(row)[k];
+  }
+};
+struct KindF16 {
+  static constexpr int kBytes = 2;  // per element (Q8_0: per int8, ignoring scales)
+  static V Load(const std::byte* row, std::int64_t k) {
+    return S::LoadF16(reinterpret_cast<const std::uint16_t*>(row) + k);
+  }
+  static float Scalar(const std::byte* row, std::int64_t k) {
+    return HalfToFloat(reinterpret_cast<const std::uint16_t*>(row)[k]);
+  }
+};
+struct KindBF16 {
+  static constexpr int kBytes = 2;  // per element (Q8_0: per int8, ignoring scales)
+  static V Load(const std::byte* row, std::int64_t k) {
+    return S::LoadBf16(reinterpret_cast<const std::uint16_t*>(row) + k);
+  }
+  static float Scalar(const std::byte* row, std::int64_t k) {
+    const std::uint32_t bits =
+        static_cast<std::uint32_t>(reinterpret_cast<const std::uint16_t*>(row)[k]) << 16;
+    float f;
+    __builtin_memcpy(&f, &bits, 4);
+    return f;
+  }
+};
+struct KindQ8_0 {
+  static constexpr int kBytes = 1;  // per element (Q8_0: per int8, ignoring scales)
+  // q * d is exact in f32 (8-bit times 11-bit significands), as in ggml's dequantization.
+  static V Load(const std::byte* row, std::int64_t k) {
+    const std::byte* blk = row + (k / kQ8Block) * kQ8Bytes;
+    std::uint16_t d;
+    __builtin_memcpy(&d, blk, 2);
+    const auto* qs = reinterpret_cast<const std::int8_t*>(blk + 2) + k % kQ8Block;
+    return S::Mul(S::LoadI8(qs), S::Set1(HalfToFloat(d)));
+  }
+  static float Scalar(const std::byte* row, std::int64_t k) {
+    const std::byte* blk = row + (k / kQ8Block) * kQ8Bytes;
+    std::uint16_t d;
+    __builtin_memcpy(&d, blk, 2);
+    return static_cast<float>(reinterpret_cast<const std::int8_t*>(blk + 2)[k % kQ8Block]) *
+           HalfToFloat(d);
+  }
+};
+
+// ---- MatVec -------------------------------------------------------------------------------
+
+// y[r..r+R) for R rows of a plain (non-block) type; tail columns are handled scalar.
+template <typename Kind, int R>
+void DotRows(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+             float* y) {
+  V acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = S::Zero();
+  std::int64_t k = 0;
+  for (; k + L <= cols; k += L) {
+    const V xv = S::Load(x + k);
+    for (int i = 0; i < R; ++i) {
+      PrefetchAhead(w + i * row_bytes, k * Kind::kBytes, row_bytes);
+      acc[i] = S::Fma(Kind::Load(w + i * row_bytes, k), xv, acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    float s = S::ReduceAdd(acc[i]);
+    for (std::int64_t kk = k; kk < cols; ++kk) s += Kind::Scalar(w + i * row_bytes, kk) * x[kk];
+    y[i] = s;
+  }
+}
+
+// Q8_0: per 32-block, sum q * x in f32, then scale by d once.
+template <int R>
+void DotRowsQ8(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+               float* y) {
+  V acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = S::Zero();
+  const std::int64_t nb = cols / kQ8Block;
+  for (std::int64_t b = 0; b < nb; ++b) {
+    V xv[kQ8Block / L];
+    for (int j = 0; j < kQ8Block / L; ++j) xv[j] = S::Load(x + b * kQ8Block + j * L);
+    for (int i = 0; i < R; ++i) {
+      const std::byte* blk = w + i * row_bytes + b * kQ8Bytes;
+      PrefetchAhead(blk, 0, row_bytes);
+      std::uint16_t d;
+      __builtin_memcpy(&d, blk, 2);
+      const auto* qs = reinterpret_cast<const std::int8_t*>(blk + 2);
+      V part = S::Mul(S::LoadI8(qs), xv[0]);
+      for (int j = 1; j < kQ8Block / L; ++j) part = S::Fma(S::LoadI8(qs + j * L), xv[j], part);
+      acc[i] = S::Fma(part, S::Set1(HalfToFloat(d)), acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i] = S::ReduceAdd(acc[i]);
+}
+
+// y[0..R) for R rows starting at w.
+template <typename Kind, int R>
+void RowDots(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+             float* y) {
+  if constexpr (std::is_same_v<Kind, KindQ8_0>) {
+    DotRowsQ8<R>(w, row_bytes, cols, x, y);
+  } else {
+    DotRows<Kind, R>(w, row_bytes, cols, x, y);
+  }
+}
+
+constexpr int kVecRows = 8;  // rows per MatVec pass (kVecRows streams share each x load)
+
+template <typename Kind>
+void MatVecKind(const void* w, std::size_t row_bytes, std::int64_t cols, const float* x, float* y,
+                std::int64_t r0, std::int64_t r1) {
+  const auto* base = static_cast<const std::byte*>(w);
+  std::int64_t r = r0;
+  for (; r + kVecRows <= r1; r += kVecRows) {
+    RowDots<Kind, kVecRows>(base + r * row_bytes, row_bytes, cols, x, y + r);
+  }
+  for (; r < r1; ++r) RowDots<Kind, 1>(base + r * row_bytes, row_bytes, cols, x, y + r);
+}
+
+// ---- MatMul -------------------------------------------------------------------------------
+
+// packed[k][kNr] = f32 W[rp + j][k0 + k] for k < kb, j < nr; rows j >= nr are zero.
+template <typename Kind>
+void PackPanel(const std::byte* w, std::size_t row_bytes, std::int64_t rp, int nr, std::int64_t k0,
+               std::int64_t kb, float* packed) {
+  std::int64_t k = 0;
+  for (; k + L <= kb; k += L) {
+    for (int v = 0; v < kNv; ++v) {
+      V t[L];
+      for (int j = 0; j < L; ++j) {
+        const int row = v * L + j;
+        t[j] = row < nr ? Kind::Load(w + (rp + row) * row_bytes, k0 + k) : S::Zero();
+      }
+      S::Transpose(t);
+      for (int j = 0; j < L; ++j) S::Store(packed + (k + j) * kNr + v * L, t[j]);
+    }
+  }
+  for (; k < kb; ++k) {
+    for (int j = 0; j < kNr; ++j) {
+      packed[k * kNr + j] = j < nr ? Kind::Scalar(w + (rp + j) * row_bytes, k0 + k) : 0.0f;
+    }
+  }
+}
+
+// y[i][0..nr) (+)= sum_k x[i][k] * packed[k][0..nr) for i < M tokens (x row stride ldx).
+template <int M>
+void MicroKernel(const float* x, std::int64_t ldx, const float* packed, std::int64_t kb, float* y,
+                 std::int64_t ldy, int nr, bool accumulate) {
+  V acc[M][kNv];
+  for (int i = 0; i < M; ++i) {
+    for (int v = 0; v < kNv; ++v) acc[i][v] = S::Zero();
+  }
+  for (std::int64_t k = 0; k < kb; ++k) {
+    V b[kNv];
+    for (int v = 0; v < kNv; ++v) b[v] = S::Load(packed + k * kNr + v * L);
+    for (int i = 0; i < M; ++i) {
+      const V a = S::Set1(x[i * ldx + k]);
+      for (int v = 0; v < kNv; ++v) acc[i][v] = S::Fma(a, b[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < M; ++i) {
+    float* yi = y + i * ldy;
+    for (int v = 0; v < kNv; ++v) {
+      const int n_here = nr - v * L;
+      if (n_here >= L) {
+        S::Store(yi + v * L, accumulate ? S::Add(S::Load(yi + v * L), acc[i][v]) : acc[i][v]);
+      } else if (n_here > 0) {
+        const V old = accumulate ? S::LoadN(yi + v * L, n_here) : S::Zero();
+        S::StoreN(yi + v * L, S::Add(old, acc[i][v]), n_here);
+      }
+    }
+  }
+}
+
+template <int M>
+void MicroKernelTail(int m, const float* x, std::int64_t ldx, const float* packed, std::int64_t kb,
+                     float* y, std::int64_t ldy, int nr, bool accumulate) {
+  if constexpr (M > 0) {
+    if (m == M) {
+      MicroKernel<M>(x, ldx, packed, kb, y, ldy, nr, accumulate);
+    } else {
+      MicroKernelTail<M - 1>(m, x, ldx, packed, kb, y, ldy, nr, accumulate);
+    }
+  }
+}
+
+template <typename Kind>
+void MatMulKind(const void* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+                std::int64_t n, float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  const auto* base = static_cast<const std::byte*>(w);
+  if (n < kSmallN) {
+    // Too few tokens to pay for packing: stream kVecRows rows at a time and dot them with
+    // every token while they are in L1.
+    float tmp[kVecRows];
+    std::int64_t r = r0;
+    for (; r + kVecRows <= r1; r += kVecRows) {
+      for (std::int64_t t = 0; t < n; ++t) {
+        RowDots<Kind, kVecRows>(base + r * row_bytes, row_bytes, cols, x + t * cols, tmp);
+        for (int i = 0; i < kVecRows; ++i) y[t * ldy + r + i] = tmp[i];
+      }
+    }
+    for (; r < r1; ++r) {
+      for (std::int64_t t = 0; t < n; ++t) {
+        RowDots<Kind, 1>(base + r * row_bytes, row_bytes, cols, x + t * cols, y + t * ldy + r);
+      }
+    }
+    return;
+  }
+  float* packed = ThreadScratch(1, static_cast<std::size_t>(kKc * kNr));
+  for (std::int64_t k0 = 0; k0 < cols; k0 += kKc) {
+    const std::int64_t kb = MinOf(kKc, cols - k0);
+    for (std::int64_t rp = r0; rp < r1; rp += kNr) {
+      const int nr = static_cast<int>(MinOf<std::int64_t>(kNr, r1 - rp));
+      PackPanel<Kind>(base, row_bytes, rp, nr, k0, kb, packed);
+      std::int64_t t = 0;
+      for (; t + kMr <= n; t += kMr) {
+        MicroKernel<kMr>(x + t * cols + k0, cols, packed, kb, y + t * ldy + rp, ldy, nr, k0 > 0);
+      }
+      if (t < n) {
+        MicroKernelTail<kMr - 1>(static_cast<int>(n - t), x + t * cols + k0, cols, packed, kb,
+                                 y + t * ldy + rp, ldy, nr, k0 > 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void MatVecF32(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
+               std::int64_t r0, std::int64_t r1) {
+  MatVecKind<KindF32>(w, rb, c, x, y, r0, r1);
+}
+void MatVecF16(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
+               std::int64_t r0, std::int64_t r1) {
+  MatVecKind<KindF16>(w, rb, c, x, y, r0, r1);
+}
+void MatVecBF16(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
+                std::int64_t r0, std::int64_t r1) {
+  MatVecKind<KindBF16>(w, rb, c, x, y, r0, r1);
+}
+void MatVecQ8_0(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
+                std::int64_t r0, std::int64_t r1) {
+  MatVecKind<KindQ8_0>(w, rb, c, x, y, r0, r1);
+}
+void MatMulF32(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
+               float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  MatMulKind<KindF32>(w, rb, c, x, n, y, ldy, r0, r1);
+}
+void MatMulF16(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
+               float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  MatMulKind<KindF16>(w, rb, c, x, n, y, ldy, r0, r1);
+}
+void MatMulBF16(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
+                float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  MatMulKind<KindBF16>(w, rb, c, x, n, y, ldy, r0, r1);
+}
+void MatMulQ8_0(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
+                float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  MatMulKind<KindQ8_0>(w, rb, c, x, n, y, ldy, r0, r1);
+}
+
+}  // namespace smartgen::kernels::internal::SMARTGEN_SIMD_NS
