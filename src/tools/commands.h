@@ -13,7 +13,10 @@ namespace smartgen::tools {
 int ReportStatus(const char* command, const Status& status);
 
 // Top-level subcommands.
+void RegisterMakeModel(CLI::App& app);
+void RegisterRun(CLI::App& app);
 
 // `smartgen bench <what>` subcommands.
+void RegisterBenchEngine(CLI::App& bench);
 
 }  // namespace smartgen::tools

@@ -34,8 +34,11 @@ int main(int argc, char** argv) {
     if (!log_level.empty() && core::ParseLogLevel(log_level, &level)) core::SetLogLevel(level);
   });
 
+  tools::RegisterMakeModel(app);
+  tools::RegisterRun(app);
   CLI::App* bench = app.add_subcommand("bench", "benchmarks (print JSON with --json)");
   bench->require_subcommand(1);
+  tools::RegisterBenchEngine(*bench);
 
   try {
     app.parse(argc, argv);

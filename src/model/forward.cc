@@ -1,0 +1,309 @@
+#include "model/forward.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/attention.h"
+#include "kernels/elementwise.h"
+#include "kernels/fp16.h"
+#include "kernels/quant.h"
+#include "kernels/rope.h"
+
+namespace smartgen::model {
+namespace {
+
+// Query tokens per prefill attention work item: small enough to balance the causal triangle
+// across threads, large enough to amortise the block list walk.
+constexpr std::int64_t kAttentionTile = 32;
+
+void AddBias(float* rows, std::int64_t n, std::int64_t dim, const std::vector<float>& bias) {
+  if (bias.empty()) return;
+  for (std::int64_t t = 0; t < n; ++t) kernels::AddInPlace(rows + t * dim, bias.data(), dim);
+}
+
+}  // namespace
+
+Forward::Forward(const Model& model, core::ThreadPool* pool, ForwardOptions options)
+    : model_(model),
+      pool_(pool),
+      max_context_(options.max_context > 0 ? options.max_context
+                                           : model.config().n_ctx_train) {}
+
+kv::KvGeometry Forward::KvGeometryFor(kv::KvDType dtype, int block_tokens) const {
+  const ModelConfig& c = model_.config();
+  return {c.n_layers, c.n_kv_heads, c.head_dim, block_tokens, dtype};
+}
+
+Status Forward::Validate(std::span<ForwardChunk> chunks) const {
+  const ModelConfig& c = model_.config();
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const ForwardChunk& ch = chunks[i];
+    if (ch.kv == nullptr) return InvalidArgument("chunk {} has no KV cache", i);
+    const kv::KvGeometry& g = ch.kv->geometry();
+    if (g.n_layers != c.n_layers || g.n_kv_heads != c.n_kv_heads || g.head_dim != c.head_dim) {
+      return InvalidArgument("chunk {}: KV geometry ({}) does not match the model", i,
+                             g.ToString());
+    }
+    if (ch.tokens.empty()) return InvalidArgument("chunk {} has no tokens", i);
+    if (ch.attention != nullptr && ch.tokens.size() != 1) {
+      return InvalidArgument("chunk {}: an attention override needs a single-token chunk", i);
+    }
+    for (std::int32_t t : ch.tokens) {
+      if (t < 0 || t >= c.n_vocab) {
+        return InvalidArgument("token id {} is outside the vocabulary [0, {})", t, c.n_vocab);
+      }
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (chunks[j].kv == ch.kv) return InvalidArgument("chunks {} and {} share a sequence", j, i);
+    }
+    const std::int64_t end = ch.kv->n_tokens() + static_cast<std::int64_t>(ch.tokens.size());
+    if (end > max_context_) {
+      return OutOfRange("sequence would reach {} tokens, past the context length {}", end,
+                        max_context_);
+    }
+  }
+  return Status::Ok();
+}
+
+void Forward::EnsureScratch(std::int64_t n) {
+  if (n <= scratch_tokens_) return;
+  const ModelConfig& c = model_.config();
+  const auto sz = [n](int dim) { return static_cast<std::size_t>(n) * dim; };
+  x_.Resize(sz(c.n_embd));
+  h_.Resize(sz(c.n_embd));
+  q_.Resize(sz(c.q_dim()));
+  k_.Resize(sz(c.kv_dim()));
+  v_.Resize(sz(c.kv_dim()));
+  att_.Resize(sz(c.q_dim()));
+  o_.Resize(sz(c.n_embd));
+  gate_.Resize(sz(c.n_ff));
+  up_.Resize(sz(c.n_ff));
+  scratch_tokens_ = n;
+}
+
+Status Forward::Run(std::span<ForwardChunk> chunks) {
+  SG_RETURN_IF_ERROR(Validate(chunks));
+  const ModelConfig& c = model_.config();
+
+  // Reserve KV for every chunk first, so a full pool fails the batch before anything changes.
+  for (ForwardChunk& ch : chunks) {
+    SG_RETURN_IF_ERROR(
+        ch.kv->Reserve(ch.kv->n_tokens() + static_cast<std::int64_t>(ch.tokens.size())));
+  }
+
+  std::int64_t n = 0;
+  chunk_first_row_.clear();
+  chunk_first_pos_.clear();
+  row_pos_.clear();
+  for (const ForwardChunk& ch : chunks) {
+    chunk_first_row_.push_back(n);
+    chunk_first_pos_.push_back(ch.kv->n_tokens());
+    for (std::size_t i = 0; i < ch.tokens.size(); ++i) {
+      row_pos_.push_back(ch.kv->n_tokens() + static_cast<std::int64_t>(i));
+    }
+    n += static_cast<std::int64_t>(ch.tokens.size());
+  }
+  EnsureScratch(n);
+
+  // Embeddings.
+  const kernels::WeightView& embd = model_.token_embd();
+  {
+    std::int64_t row = 0;
+    for (const ForwardChunk& ch : chunks) {
+      for (std::int32_t t : ch.tokens) {
+        kernels::DequantizeRow(embd.type, embd.row(t), x_.data() + row * c.n_embd, c.n_embd);
+        ++row;
+      }
+    }
+  }
+  // Positions [first, first + n) become valid for attention as each layer stores them.
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    chunks[i].kv->set_n_tokens(chunk_first_pos_[i] + static_cast<std::int64_t>(chunks[i].tokens.size()));
+  }
+
+  const float eps = c.rms_eps;
+  override_status_ = Status::Ok();
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& w = model_.layer(l);
+    pool_->ParallelFor(n, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t t = b; t < e; ++t) {
+        kernels::RmsNorm(x_.data() + t * c.n_embd, w.attn_norm.data(), c.n_embd, eps,
+                         h_.data() + t * c.n_embd);
+      }
+    });
+    kernels::MatMul(w.wq, h_.data(), n, q_.data(), pool_);
+    kernels::MatMul(w.wk, h_.data(), n, k_.data(), pool_);
+    kernels::MatMul(w.wv, h_.data(), n, v_.data(), pool_);
+    AddBias(q_.data(), n, c.q_dim(), w.bq);
+    AddBias(k_.data(), n, c.kv_dim(), w.bk);
+    AddBias(v_.data(), n, c.kv_dim(), w.bv);
+    pool_->ParallelFor(n, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t t = b; t < e; ++t) {
+        float* q = q_.data() + t * c.q_dim();
+        float* k = k_.data() + t * c.kv_dim();
+        if (c.has_qk_norm) {
+          for (int hd = 0; hd < c.n_heads; ++hd) {
+            kernels::RmsNorm(q + hd * c.head_dim, w.q_norm.data(), c.head_dim, eps, q + hd * c.head_dim);
+          }
+          for (int hd = 0; hd < c.n_kv_heads; ++hd) {
+            kernels::RmsNorm(k + hd * c.head_dim, w.k_norm.data(), c.head_dim, eps, k + hd * c.head_dim);
+          }
+        }
+        kernels::Rope(c.rope, q, c.n_heads, row_pos_[t]);
+        kernels::Rope(c.rope, k, c.n_kv_heads, row_pos_[t]);
+      }
+    });
+    StoreKv(chunks, l);
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      if (chunks[i].on_layer_kv) {
+        chunks[i].on_layer_kv(l, chunk_first_pos_[i], static_cast<std::int64_t>(chunks[i].tokens.size()));
+      }
+    }
+    Attention(chunks, l);
+    if (!override_status_.ok()) {
+      // Leave the sequences as they were: the failed batch's positions are not valid.
+      for (std::size_t i = 0; i < chunks.size(); ++i) chunks[i].kv->set_n_tokens(chunk_first_pos_[i]);
+      return override_status_;
+    }
+    kernels::MatMul(w.wo, att_.data(), n, o_.data(), pool_);
+    kernels::AddInPlace(x_.data(), o_.data(), n * c.n_embd);
+
+    pool_->ParallelFor(n, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t t = b; t < e; ++t) {
+        kernels::RmsNorm(x_.data() + t * c.n_embd, w.ffn_norm.data(), c.n_embd, eps,
+                         h_.data() + t * c.n_embd);
+      }
+    });
+    kernels::MatMul(w.w_gate, h_.data(), n, gate_.data(), pool_);
+    kernels::MatMul(w.w_up, h_.data(), n, up_.data(), pool_);
+    pool_->ParallelFor(n, [&](std::int64_t b, std::int64_t e) {
+      kernels::SwiGlu(gate_.data() + b * c.n_ff, up_.data() + b * c.n_ff, (e - b) * c.n_ff,
+                      gate_.data() + b * c.n_ff);
+    });
+    kernels::MatMul(w.w_down, gate_.data(), n, o_.data(), pool_);
+    kernels::AddInPlace(x_.data(), o_.data(), n * c.n_embd);
+  }
+  ComputeLogits(chunks);
+  return Status::Ok();
+}
+
+void Forward::StoreKv(std::span<ForwardChunk> chunks, int layer) {
+  const ModelConfig& c = model_.config();
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    kv::SequenceKv& seq = *chunks[i].kv;
+    const bool f16 = seq.geometry().dtype == kv::KvDType::kF16;
+    const std::int64_t n = static_cast<std::int64_t>(chunks[i].tokens.size());
+    pool_->ParallelFor(n, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t t = b; t < e; ++t) {
+        const std::int64_t row = chunk_first_row_[i] + t;
+        const std::int64_t pos = chunk_first_pos_[i] + t;
+        for (int hd = 0; hd < c.n_kv_heads; ++hd) {
+          const float* k = k_.data() + row * c.kv_dim() + hd * c.head_dim;
+          const float* v = v_.data() + row * c.kv_dim() + hd * c.head_dim;
+          std::byte* kd = seq.KRow(layer, hd, pos);
+          std::byte* vd = seq.VRow(layer, hd, pos);
+          if (f16) {
+            auto* k16 = reinterpret_cast<kernels::f16_t*>(kd);
+            auto* v16 = reinterpret_cast<kernels::f16_t*>(vd);
+            for (int d = 0; d < c.head_dim; ++d) {
+              k16[d] = kernels::F32ToF16(k[d]);
+              v16[d] = kernels::F32ToF16(v[d]);
+            }
+          } else {
+            std::memcpy(kd, k, sizeof(float) * c.head_dim);
+            std::memcpy(vd, v, sizeof(float) * c.head_dim);
+          }
+        }
+      }
+    });
+  }
+}
+
+void Forward::Attention(std::span<ForwardChunk> chunks, int layer) {
+  const ModelConfig& c = model_.config();
+  const int g = c.n_group();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+
+  // Overridden (decode-node) chunks run one at a time outside the pool: they may wait on the
+  // network and may use the pool themselves.
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    if (chunks[i].attention == nullptr) continue;
+    const std::int64_t row = chunk_first_row_[i];
+    Status s = chunks[i].attention->Attend(layer, q_.data() + row * c.q_dim(),
+                                           chunk_first_pos_[i], att_.data() + row * c.q_dim());
+    if (!s.ok()) {
+      override_status_ = s;
+      return;
+    }
+  }
+
+  // Dense attention for the rest: work items of (chunk, kv head, query tile).
+  struct Item {
+    std::int32_t chunk, head;
+    std::int64_t t_begin, t_end;
+  };
+  std::vector<Item> items;
+  std::vector<std::vector<kernels::KvBlockRef>> refs(chunks.size() * c.n_kv_heads);
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    if (chunks[i].attention != nullptr) continue;
+    const std::int64_t n = static_cast<std::int64_t>(chunks[i].tokens.size());
+    for (int hd = 0; hd < c.n_kv_heads; ++hd) {
+      chunks[i].kv->AllRefs(layer, hd, &refs[i * c.n_kv_heads + hd]);
+      for (std::int64_t t = 0; t < n; t += kAttentionTile) {
+        items.push_back({static_cast<std::int32_t>(i), hd, t, std::min(n, t + kAttentionTile)});
+      }
+    }
+  }
+  // Longest tiles (latest positions) first, handed out dynamically.
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) { return a.t_end > b.t_end; });
+  std::atomic<std::size_t> next{0};
+  kernels::AttentionParams p{c.head_dim, g, scale, chunks.empty() ? kv::KvDType::kF32
+                                                                 : chunks[0].kv->geometry().dtype};
+  pool_->Run([&](int, int) {
+    for (std::size_t idx = next.fetch_add(1); idx < items.size(); idx = next.fetch_add(1)) {
+      const Item& it = items[idx];
+      const std::int64_t row = chunk_first_row_[it.chunk] + it.t_begin;
+      kernels::AttentionParams params = p;
+      params.dtype = chunks[it.chunk].kv->geometry().dtype;
+      const float* q = q_.data() + row * c.q_dim() + it.head * g * c.head_dim;
+      float* out = att_.data() + row * c.q_dim() + it.head * g * c.head_dim;
+      kernels::AttendCausal(params, q, c.q_dim(), it.t_end - it.t_begin,
+                            chunk_first_pos_[it.chunk] + it.t_begin,
+                            refs[it.chunk * c.n_kv_heads + it.head], out, c.q_dim(), nullptr);
+    }
+  });
+}
+
+void Forward::ComputeLogits(std::span<ForwardChunk> chunks) {
+  const ModelConfig& c = model_.config();
+  // Gather the rows that need logits, normalise them, then one matmul.
+  std::vector<std::int64_t> rows;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    if (chunks[i].logits == nullptr) continue;
+    const std::int64_t n = static_cast<std::int64_t>(chunks[i].tokens.size());
+    for (std::int64_t t = chunks[i].all_logits ? 0 : n - 1; t < n; ++t) {
+      rows.push_back(chunk_first_row_[i] + t);
+    }
+  }
+  if (rows.empty()) return;
+  const std::int64_t r = static_cast<std::int64_t>(rows.size());
+  EnsureScratch(r);
+  for (std::int64_t j = 0; j < r; ++j) {
+    kernels::RmsNorm(x_.data() + rows[j] * c.n_embd, model_.output_norm().data(), c.n_embd,
+                     c.rms_eps, h_.data() + j * c.n_embd);
+  }
+  std::vector<float> all(static_cast<std::size_t>(r) * c.n_vocab);
+  kernels::MatMul(model_.output(), h_.data(), r, all.data(), pool_);
+  std::size_t offset = 0;
+  for (ForwardChunk& ch : chunks) {
+    if (ch.logits == nullptr) continue;
+    const std::size_t count = (ch.all_logits ? ch.tokens.size() : 1) * c.n_vocab;
+    ch.logits->assign(all.begin() + offset, all.begin() + offset + count);
+    offset += count;
+  }
+}
+
+}  // namespace smartgen::model

@@ -1,0 +1,66 @@
+// Model: a loaded GGUF model: config, weight views into the mapping, and its tokenizer.
+//
+// Matrix weights are not copied: WeightViews point into the memory-mapped file, which the
+// Model keeps open. Small 1-D tensors (norm weights, biases) are converted to owned f32.
+// Load() validates every tensor's presence, type and shape and names the first problem.
+//
+// Thread-safety: immutable after Load(); share one Model between threads and Forward objects.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "gguf/gguf_reader.h"
+#include "kernels/matmul.h"
+#include "model/model_config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace smartgen::model {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [n_embd]
+  kernels::WeightView wq, wk, wv, wo;
+  std::vector<float> bq, bk, bv;         // qwen2 only: [q_dim], [kv_dim], [kv_dim]
+  std::vector<float> q_norm, k_norm;     // qwen3 only: [head_dim]
+  std::vector<float> ffn_norm;           // [n_embd]
+  kernels::WeightView w_gate, w_up, w_down;
+};
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> Load(const std::string& path);
+
+  const ModelConfig& config() const { return config_; }
+  const gguf::GgufFile& file() const { return file_; }
+  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+
+  const kernels::WeightView& token_embd() const { return token_embd_; }
+  const std::vector<float>& output_norm() const { return output_norm_; }
+  const kernels::WeightView& output() const { return output_; }  // token_embd when tied
+  const LayerWeights& layer(int i) const { return layers_[i]; }
+
+  // The storage type of most matrix weights (for reports), e.g. "f16".
+  std::string weight_type_name() const;
+  // Bytes of all tensors (what a decode step streams, roughly).
+  std::size_t weight_bytes() const;
+  // A stable fingerprint of the model (hash of metadata and tensor layout), used in the
+  // transfer handshake so two nodes refuse to exchange KV of different models.
+  std::uint64_t fingerprint() const { return fingerprint_; }
+
+ private:
+  explicit Model(gguf::GgufFile file) : file_(std::move(file)) {}
+  Status Init();
+
+  gguf::GgufFile file_;
+  ModelConfig config_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+  kernels::WeightView token_embd_;
+  std::vector<float> output_norm_;
+  kernels::WeightView output_;
+  std::vector<LayerWeights> layers_;
+  std::uint64_t fingerprint_ = 0;
+};
+
+}  // namespace smartgen::model

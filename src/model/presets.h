@@ -1,0 +1,33 @@
+// Model presets: real architectures and shapes for `smartgen make-model`, which writes them
+// with seeded random weights and a synthetic byte-level vocabulary (the embedded default
+// model of the demo and the benchmarks).
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace smartgen::model {
+
+struct ModelPreset {
+  std::string_view name;
+  std::string_view arch;  // general.architecture
+  int n_layers;
+  int n_embd;
+  int n_heads;
+  int n_kv_heads;
+  int head_dim;
+  int n_ff;
+  int n_vocab;
+  int n_ctx;
+  float rope_base;
+  float rms_eps;
+  bool tied_output;
+};
+
+// All presets, e.g. "smollm2-135m", "qwen2.5-0.5b", "tiny".
+std::span<const ModelPreset> AllPresets();
+// The preset called `name`, or nullptr.
+const ModelPreset* FindPreset(std::string_view name);
+
+}  // namespace smartgen::model

@@ -1,0 +1,48 @@
+#include "tools/engine_setup.h"
+
+namespace smartgen::tools {
+
+void EngineOptions::AddFlags(CLI::App& cmd) {
+  cmd.add_option("--model,-m", model_path, "GGUF model file")->required();
+  cmd.add_option("--threads,-t", threads, "compute threads")->capture_default_str();
+  cmd.add_option("--kv-dtype", kv_dtype, "KV cache type: f16 or f32")
+      ->check(CLI::IsMember({"f16", "f32"}))
+      ->capture_default_str();
+  cmd.add_option("--block-tokens", block_tokens, "tokens per KV block")->capture_default_str();
+  cmd.add_option("--ctx", ctx, "context length (0 = the model's)")->capture_default_str();
+}
+
+std::string EngineOptions::ToString() const {
+  return fmt::format("model={} threads={} kv_dtype={} block_tokens={} ctx={}", model_path,
+                     threads, kv_dtype, block_tokens, ctx);
+}
+
+Result<kv::KvDType> ParseKvDType(const std::string& name) {
+  if (name == "f16") return kv::KvDType::kF16;
+  if (name == "f32") return kv::KvDType::kF32;
+  return InvalidArgument("KV dtype '{}' is not f16 or f32", name);
+}
+
+Result<Engine> LoadEngine(const EngineOptions& options, std::int64_t max_tokens, int n_seqs) {
+  if (options.threads < 1 || options.threads > 256) {
+    return InvalidArgument("--threads {} is out of range", options.threads);
+  }
+  if (options.block_tokens < 1 || options.block_tokens > 1024) {
+    return InvalidArgument("--block-tokens {} is out of range", options.block_tokens);
+  }
+  Engine e;
+  SG_ASSIGN_OR_RETURN(e.model, model::Model::Load(options.model_path));
+  SG_ASSIGN_OR_RETURN(const kv::KvDType dtype, ParseKvDType(options.kv_dtype));
+  e.pool = std::make_unique<core::ThreadPool>(options.threads);
+  model::ForwardOptions fo;
+  fo.max_context = options.ctx;
+  e.forward = std::make_unique<model::Forward>(*e.model, e.pool.get(), fo);
+  const kv::KvGeometry geometry = e.forward->KvGeometryFor(dtype, options.block_tokens);
+  const std::int64_t tokens = std::min<std::int64_t>(max_tokens, e.forward->max_context());
+  const std::int64_t blocks = geometry.BlocksFor(tokens) * geometry.n_layers *
+                              geometry.n_kv_heads * n_seqs;
+  e.blocks = std::make_unique<kv::BlockPool>(geometry, blocks);
+  return e;
+}
+
+}  // namespace smartgen::tools

@@ -1,0 +1,42 @@
+// Shared setup for the commands that run the engine in-process (run, bench engine): loading a
+// model, the thread pool, and the KV options, configured from one set of flags.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/result.h"
+#include "core/thread_pool.h"
+#include "kv/block_pool.h"
+#include "model/forward.h"
+#include "model/model.h"
+
+namespace smartgen::tools {
+
+struct EngineOptions {
+  std::string model_path;
+  int threads = 2;
+  std::string kv_dtype = "f16";
+  int block_tokens = 16;
+  std::int64_t ctx = 0;  // 0 = model's context length
+
+  void AddFlags(CLI::App& cmd);
+  std::string ToString() const;
+};
+
+// A loaded model with a pool, a Forward and a KV block pool sized for `max_tokens` tokens of
+// `n_seqs` sequences.
+struct Engine {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<core::ThreadPool> pool;
+  std::unique_ptr<model::Forward> forward;
+  std::unique_ptr<kv::BlockPool> blocks;
+};
+
+Result<Engine> LoadEngine(const EngineOptions& options, std::int64_t max_tokens, int n_seqs = 1);
+
+Result<kv::KvDType> ParseKvDType(const std::string& name);
+
+}  // namespace smartgen::tools
