@@ -28,6 +28,7 @@ struct Simd {
   static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V Div(V a, V b) { return _mm256_div_ps(a, b); }
   static V Max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V Min(V a, V b) { return _mm256_min_ps(a, b); }
   static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V Fnma(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
   static float ReduceAdd(V v) {
@@ -87,6 +88,22 @@ struct Simd {
     y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
     y = _mm256_andnot_ps(under, y);
     return _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), over);
+  }
+
+  // Lane j of the result is the sum of the lanes of r[j].
+  static V ReduceLanes(const V r[8]) {
+    __m256 c[4], g[2];
+    for (int i = 0; i < 4; ++i) {
+      c[i] = _mm256_add_ps(_mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]),
+                           _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]));
+    }
+    for (int i = 0; i < 2; ++i) {
+      const __m256d a = _mm256_castps_pd(c[2 * i]), b = _mm256_castps_pd(c[2 * i + 1]);
+      g[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(a, b)),
+                           _mm256_castpd_ps(_mm256_unpackhi_pd(a, b)));
+    }
+    return _mm256_add_ps(_mm256_permute2f128_ps(g[0], g[1], 0x20),
+                         _mm256_permute2f128_ps(g[0], g[1], 0x31));
   }
 
   static void Transpose(V r[8]) {
