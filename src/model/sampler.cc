@@ -13,9 +13,11 @@ std::int32_t Greedy(std::span<const float> logits) {
   return best;
 }
 
-Sampler::Sampler(SamplingParams params) : params_(params), rng_(params.seed) {}
+Sampler::Sampler(SamplingParams params, std::int64_t first_step)
+    : params_(params), step_(first_step) {}
 
 std::int32_t Sampler::Sample(std::span<const float> logits) {
+  const std::int64_t step = step_++;
   if (params_.temperature <= 0.0f || logits.size() <= 1) return Greedy(logits);
   candidates_.clear();
   candidates_.reserve(logits.size());
@@ -57,8 +59,9 @@ std::int32_t Sampler::Sample(std::span<const float> logits) {
     sum = 0.0;
     for (std::size_t i = 0; i < keep; ++i) sum += probs[i];
   }
-  // One draw in [0, sum): deterministic given the generator state.
-  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * sum;
+  // One draw in [0, sum) from a generator seeded by (seed, step).
+  std::mt19937_64 rng(params_.seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(step));
+  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * sum;
   double acc = 0.0;
   for (std::size_t i = 0; i < keep; ++i) {
     acc += probs[i];

@@ -283,6 +283,12 @@ TEST(Sampler, SameSeedSameTokensAndFiltersRestrictTheChoice) {
   const SamplingParams hot{1.0f, 0, 1.0f, 42};
   EXPECT_EQ(draw(hot), draw(hot));
   EXPECT_NE(draw(hot), draw({1.0f, 0, 1.0f, 43}));
+  // Continuing at step k draws what a fresh sampler draws at step k.
+  Sampler fresh(hot);
+  std::vector<std::int32_t> first_three;
+  for (int i = 0; i < 3; ++i) first_three.push_back(fresh.Sample(logits));
+  Sampler resumed(hot, 2);
+  EXPECT_EQ(resumed.Sample(logits), first_three[2]);
   // top_k = 1 and a tiny top_p are greedy.
   for (auto t : draw({1.0f, 1, 1.0f, 1})) EXPECT_EQ(t, Greedy(logits));
   for (auto t : draw({1.0f, 0, 1e-6f, 1})) EXPECT_EQ(t, Greedy(logits));
