@@ -152,6 +152,8 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
                                        threads)
               ->Args({kFfn, kEmbd, 512})
               ->Args({kEmbd, kFfn, 512})
+              ->Args({kFfn, kEmbd, 4096})
+              ->Args({kEmbd, kFfn, 4096})
               ->Args({kEmbd, kEmbd, 64})
               ->Args({kEmbd, kEmbd, 2})
               ->Unit(benchmark::kMicrosecond)

@@ -55,10 +55,13 @@ std::int64_t VisibleTokens(const KvBlockRef& b, std::int64_t q_pos) {
 
 }  // namespace
 
-void AttendBlocks(const AttentionParams& p, const float* q, std::int64_t q_pos,
-                  const KvBlockRef* blocks, std::size_t n_blocks, float* out, float* lse) {
-  if (!Supported(p)) return scalar::AttendBlocks(p, q, q_pos, blocks, n_blocks, out, lse);
-  const int hd = p.head_dim, nq = p.n_q, nv = hd / L;
+namespace {
+
+// AttendBlocks with NV = head_dim / kLanes vectors known at compile time (0: any, at run time).
+template <int NV>
+void AttendBlocksT(const AttentionParams& p, const float* q, std::int64_t q_pos,
+                   const KvBlockRef* blocks, std::size_t n_blocks, float* out, float* lse) {
+  const int hd = p.head_dim, nq = p.n_q, nv = NV > 0 ? NV : hd / L;
   alignas(64) float kbuf[kKt * kMaxHeadDim], vbuf[kKt * kMaxHeadDim];
   alignas(64) float qs[kMaxGroup * kMaxHeadDim];
   alignas(64) float pbuf[kKt];
@@ -81,6 +84,7 @@ void AttendBlocks(const AttentionParams& p, const float* q, std::int64_t q_pos,
       const float* kt = TileRows(b.k, p.dtype, hd, t0, nk, kbuf);
       const float* vt = TileRows(b.v, p.dtype, hd, t0, nk, vbuf);
       for (int h = 0; h < nq; ++h) {
+        // Scores of the tile's keys: kKt partial dot products, reduced together.
         V part[kKt];
         for (int j = 0; j < kKt; ++j) part[j] = S::Zero();
         for (int v = 0; v < nv; ++v) {
@@ -96,13 +100,25 @@ void AttendBlocks(const AttentionParams& p, const float* q, std::int64_t q_pos,
         l[h] = l[h] * alpha + S::ReduceAdd(pv);
         m[h] = m_new;
         S::Store(pbuf, pv);
+        // out_h = alpha * out_h + sum_j p_j v_j.
         float* oh = out + h * hd;
         const V va = S::Set1(alpha);
-        for (int v = 0; v < nv; ++v) {
-          V o = alpha == 1.0f ? S::Load(oh + v * L) : S::Mul(S::Load(oh + v * L), va);
-          for (int j = 0; j < nk; ++j)
-            o = S::Fma(S::Set1(pbuf[j]), S::Load(vt + j * hd + v * L), o);
-          S::Store(oh + v * L, o);
+        if constexpr (NV > 0) {
+          V o[NV];
+          for (int v = 0; v < NV; ++v) o[v] = S::Mul(S::Load(oh + v * L), va);
+          for (int j = 0; j < nk; ++j) {
+            const V pj = S::Set1(pbuf[j]);
+            for (int v = 0; v < NV; ++v) o[v] = S::Fma(pj, S::Load(vt + j * hd + v * L), o[v]);
+          }
+          for (int v = 0; v < NV; ++v) S::Store(oh + v * L, o[v]);
+        } else {
+          for (int v = 0; v < nv; ++v) {
+            V o = S::Mul(S::Load(oh + v * L), va);
+            for (int j = 0; j < nk; ++j) {
+              o = S::Fma(S::Set1(pbuf[j]), S::Load(vt + j * hd + v * L), o);
+            }
+            S::Store(oh + v * L, o);
+          }
         }
       }
     }
@@ -113,9 +129,27 @@ void AttendBlocks(const AttentionParams& p, const float* q, std::int64_t q_pos,
       continue;
     }
     const V inv = S::Set1(1.0f / l[h]);
-    for (int c = 0; c < hd; c += L)
+    for (int c = 0; c < hd; c += L) {
       S::Store(out + h * hd + c, S::Mul(S::Load(out + h * hd + c), inv));
+    }
     lse[h] = m[h] + __builtin_logf(l[h]);
+  }
+}
+
+}  // namespace
+
+void AttendBlocks(const AttentionParams& p, const float* q, std::int64_t q_pos,
+                  const KvBlockRef* blocks, std::size_t n_blocks, float* out, float* lse) {
+  if (!Supported(p)) return scalar::AttendBlocks(p, q, q_pos, blocks, n_blocks, out, lse);
+  switch (p.head_dim / L) {
+    case 2:
+      return AttendBlocksT<2>(p, q, q_pos, blocks, n_blocks, out, lse);
+    case 4:
+      return AttendBlocksT<4>(p, q, q_pos, blocks, n_blocks, out, lse);
+    case 8:
+      return AttendBlocksT<8>(p, q, q_pos, blocks, n_blocks, out, lse);
+    default:
+      return AttendBlocksT<0>(p, q, q_pos, blocks, n_blocks, out, lse);
   }
 }
 

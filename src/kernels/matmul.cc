@@ -57,18 +57,49 @@ void ScalarMatMul(const void* w, std::size_t row_bytes, std::int64_t cols, const
 // Rows handed to one thread at a time are a multiple of this (SIMD kernels block rows).
 constexpr std::int64_t kRowGrain = 16;
 
-template <typename Fn>
-void SplitRows(std::int64_t rows, core::ThreadPool* pool, Fn&& fn) {
-  if (pool == nullptr || pool->size() == 1 || rows < 2 * kRowGrain) {
-    fn(0, rows);
+// One matrix product as the row-split loop sees it.
+struct Segment {
+  MatVecFn vec;
+  MatMulFn mul;
+  const void* w;
+  std::size_t row_bytes;
+  std::int64_t rows, cols;
+  const float* x;
+  float* y;
+  std::int64_t first_chunk;  // in the concatenated chunk space of all segments
+};
+
+// Runs up to kMaxSegments products of n tokens in one parallel pass: the rows of all of them,
+// in chunks of kRowGrain, are split into one contiguous range per thread.
+constexpr int kMaxSegments = 8;
+void RunSegments(const Segment* segs, int n_segs, std::int64_t n, core::ThreadPool* pool) {
+  std::int64_t total_chunks = 0, total_rows = 0;
+  for (int i = 0; i < n_segs; ++i) {
+    total_chunks += (segs[i].rows + kRowGrain - 1) / kRowGrain;
+    total_rows += segs[i].rows;
+  }
+  auto run_chunks = [&](std::int64_t c0, std::int64_t c1) {
+    for (int i = 0; i < n_segs; ++i) {
+      const Segment& s = segs[i];
+      const std::int64_t s_end = s.first_chunk + (s.rows + kRowGrain - 1) / kRowGrain;
+      const std::int64_t lo = std::max(c0, s.first_chunk), hi = std::min(c1, s_end);
+      if (lo >= hi) continue;
+      const std::int64_t r0 = (lo - s.first_chunk) * kRowGrain;
+      const std::int64_t r1 = std::min(s.rows, (hi - s.first_chunk) * kRowGrain);
+      if (n == 1) {
+        s.vec(s.w, s.row_bytes, s.cols, s.x, s.y, r0, r1);
+      } else {
+        s.mul(s.w, s.row_bytes, s.cols, s.x, n, s.y, s.rows, r0, r1);
+      }
+    }
+  };
+  if (pool == nullptr || pool->size() == 1 || total_rows < 2 * kRowGrain) {
+    run_chunks(0, total_chunks);
     return;
   }
-  const std::int64_t chunks = (rows + kRowGrain - 1) / kRowGrain;
   pool->Run([&](int t, int nt) {
-    const auto [c0, c1] = core::ThreadPool::SplitRange(chunks, t, nt);
-    const std::int64_t r0 = c0 * kRowGrain;
-    const std::int64_t r1 = std::min(rows, c1 * kRowGrain);
-    if (r0 < r1) fn(r0, r1);
+    const auto [c0, c1] = core::ThreadPool::SplitRange(total_chunks, t, nt);
+    if (c0 < c1) run_chunks(c0, c1);
   });
 }
 
@@ -109,29 +140,43 @@ void MatMulQ8_0(const void* w, std::size_t rb, std::int64_t c, const float* x, s
 }
 }  // namespace scalar
 
+bool MatMulManyWith(const KernelTable& table, std::span<const MatJob> jobs, std::int64_t n,
+                    core::ThreadPool* pool) {
+  for (const MatJob& j : jobs) {
+    const int kind = KindIndex(j.w->type);
+    if (kind < 0 || table.mat_vec[kind] == nullptr || table.mat_mul[kind] == nullptr) {
+      return false;
+    }
+  }
+  if (n <= 0) return true;
+  for (std::size_t begin = 0; begin < jobs.size(); begin += kMaxSegments) {
+    Segment segs[kMaxSegments];
+    int n_segs = 0;
+    std::int64_t chunk = 0;
+    for (std::size_t i = begin; i < std::min(jobs.size(), begin + kMaxSegments); ++i) {
+      const WeightView& w = *jobs[i].w;
+      const int kind = KindIndex(w.type);
+      segs[n_segs++] =
+          Segment{table.mat_vec[kind], table.mat_mul[kind], w.data, w.row_bytes(), w.rows, w.cols,
+                  jobs[i].x,           jobs[i].y,           chunk};
+      chunk += (w.rows + kRowGrain - 1) / kRowGrain;
+    }
+    RunSegments(segs, n_segs, n, pool);
+  }
+  return true;
+}
+
 bool MatVecWith(const KernelTable& table, gguf::GgmlType type, const void* w, std::int64_t rows,
                 std::int64_t cols, const float* x, float* y, core::ThreadPool* pool) {
-  const int kind = KindIndex(type);
-  if (kind < 0 || table.mat_vec[kind] == nullptr) return false;
-  const MatVecFn fn = table.mat_vec[kind];
-  const std::size_t row_bytes = gguf::RowBytes(type, cols);
-  SplitRows(rows, pool,
-            [&](std::int64_t r0, std::int64_t r1) { fn(w, row_bytes, cols, x, y, r0, r1); });
-  return true;
+  return MatMulWith(table, type, w, rows, cols, x, 1, y, pool);
 }
 
 bool MatMulWith(const KernelTable& table, gguf::GgmlType type, const void* w, std::int64_t rows,
                 std::int64_t cols, const float* x, std::int64_t n, float* y,
                 core::ThreadPool* pool) {
-  const int kind = KindIndex(type);
-  if (kind < 0 || table.mat_mul[kind] == nullptr) return false;
-  if (n == 1) return MatVecWith(table, type, w, rows, cols, x, y, pool);
-  const MatMulFn fn = table.mat_mul[kind];
-  const std::size_t row_bytes = gguf::RowBytes(type, cols);
-  SplitRows(rows, pool, [&](std::int64_t r0, std::int64_t r1) {
-    fn(w, row_bytes, cols, x, n, y, rows, r0, r1);
-  });
-  return true;
+  const WeightView view{type, w, rows, cols};
+  const MatJob job{&view, x, y};
+  return MatMulManyWith(table, std::span<const MatJob>(&job, 1), n, pool);
 }
 
 }  // namespace internal
@@ -146,6 +191,16 @@ void MatMul(const WeightView& w, const float* x, std::int64_t n, float* y, core:
   [[maybe_unused]] const bool ok = internal::MatMulWith(internal::ActiveKernels(), w.type, w.data,
                                                         w.rows, w.cols, x, n, y, pool);
   assert(ok && "MatMul: unsupported weight type");
+}
+
+void MatVecMany(std::span<const MatJob> jobs, core::ThreadPool* pool) {
+  MatMulMany(jobs, 1, pool);
+}
+
+void MatMulMany(std::span<const MatJob> jobs, std::int64_t n, core::ThreadPool* pool) {
+  [[maybe_unused]] const bool ok =
+      internal::MatMulManyWith(internal::ActiveKernels(), jobs, n, pool);
+  assert(ok && "MatMulMany: unsupported weight type");
 }
 
 void MatVecReference(const WeightView& w, const float* x, float* y) {

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "core/thread_pool.h"
 #include "gguf/ggml_type.h"
@@ -32,6 +33,18 @@ struct WeightView {
 
 void MatVec(const WeightView& w, const float* x, float* y, core::ThreadPool* pool);
 void MatMul(const WeightView& w, const float* x, std::int64_t n, float* y, core::ThreadPool* pool);
+
+// Several independent products in one parallel pass, e.g. q/k/v or gate/up, which share an
+// input: the rows of all jobs are split across `pool` together, so the step pays one thread-pool
+// round trip instead of one per matrix. Each result equals MatVec / MatMul of that job alone.
+// x is [n][w->cols] and y is [n][w->rows]; outputs must not overlap inputs or each other.
+struct MatJob {
+  const WeightView* w = nullptr;
+  const float* x = nullptr;
+  float* y = nullptr;
+};
+void MatVecMany(std::span<const MatJob> jobs, core::ThreadPool* pool);
+void MatMulMany(std::span<const MatJob> jobs, std::int64_t n, core::ThreadPool* pool);
 
 // Scalar references: dequantize each row exactly, then dot in f32 (sequential order).
 void MatVecReference(const WeightView& w, const float* x, float* y);

@@ -1,7 +1,10 @@
 #include "kernels/rope.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "kernels/kernel_table.h"
 
@@ -21,6 +24,44 @@ void RopeTables(const RopeConfig& c, std::int64_t pos, float* cos_t, float* sin_
     theta *= theta_scale;
   }
 }
+
+// Per-thread cache of those tables by position. A forward pass rotates q and k of every layer
+// at the same positions, so each position's cos/sin (n_rot libm calls, more than the rotation
+// itself) is computed once instead of 2 x n_layers times. At most kCacheFloats floats (4 MiB)
+// per thread; positions past that are computed per call. Values are identical either way.
+class RopeTableCache {
+ public:
+  // [cos | sin] (n_rot / 2 each) for pos, or nullptr when pos is outside the cached range.
+  const float* Get(const RopeConfig& c, std::int64_t pos) {
+    if (c.n_rot != n_rot_ || c.freq_base != freq_base_) {
+      n_rot_ = c.n_rot;
+      freq_base_ = c.freq_base;
+      table_.clear();
+      valid_.clear();
+    }
+    const std::int64_t stride = c.n_rot;
+    if (pos < 0 || stride == 0 || (pos + 1) * stride > kCacheFloats) return nullptr;
+    if (pos >= static_cast<std::int64_t>(valid_.size())) {
+      const std::int64_t n =
+          std::min<std::int64_t>(kCacheFloats / stride, std::max<std::int64_t>(2 * pos, 1024));
+      valid_.resize(n, 0);
+      table_.resize(n * stride);
+    }
+    float* entry = table_.data() + pos * stride;
+    if (!valid_[pos]) {
+      RopeTables(c, pos, entry, entry + stride / 2);
+      valid_[pos] = 1;
+    }
+    return entry;
+  }
+
+ private:
+  static constexpr std::int64_t kCacheFloats = std::int64_t{1} << 20;
+  int n_rot_ = -1;
+  float freq_base_ = 0.0f;
+  std::vector<float> table_;
+  std::vector<std::uint8_t> valid_;
+};
 
 }  // namespace
 
@@ -46,6 +87,11 @@ void RopeApply(const RopeConfig& c, const float* cos_t, const float* sin_t, floa
 void Rope(const RopeConfig& config, float* x, int n_heads, std::int64_t pos) {
   assert(config.n_rot % 2 == 0 && config.n_rot <= config.head_dim &&
          config.n_rot / 2 <= kMaxRotPairs);
+  thread_local RopeTableCache cache;
+  if (const float* t = cache.Get(config, pos)) {
+    internal::ActiveKernels().rope_apply(config, t, t + config.n_rot / 2, x, n_heads);
+    return;
+  }
   float cos_t[kMaxRotPairs], sin_t[kMaxRotPairs];
   RopeTables(config, pos, cos_t, sin_t);
   internal::ActiveKernels().rope_apply(config, cos_t, sin_t, x, n_heads);

@@ -147,3 +147,42 @@ TEST(KernelTables, EverySupportedIsaHasATable) {
 
 }  // namespace
 }  // namespace smartgen::kernels
+
+namespace smartgen::kernels {
+namespace {
+
+TEST(MatMulMany, EqualsEachProductAlone) {
+  std::mt19937 rng(9);
+  core::ThreadPool pool(2);
+  // Ten jobs (more than one pass of the segment batching), mixed types and shapes.
+  const GgmlType types[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0};
+  for (std::int64_t n : {1, 2, 7, 20}) {
+    std::vector<Weights> ws;
+    std::vector<std::vector<float>> xs, ys, wants;
+    for (int i = 0; i < 10; ++i) {
+      const std::int64_t rows = 5 + 23 * i, cols = 32 * (1 + i % 3);
+      ws.push_back(MakeWeights(rng, types[i % 4], rows, cols));
+      xs.push_back(testing::RandomVector(rng, n * cols));
+      ys.emplace_back(n * rows, -1e30f);
+      wants.emplace_back(n * rows);
+      MatMulReference(ws.back().view, xs.back().data(), n, wants.back().data());
+    }
+    std::vector<MatJob> jobs;
+    for (int i = 0; i < 10; ++i) jobs.push_back({&ws[i].view, xs[i].data(), ys[i].data()});
+    for (core::ThreadPool* p : {static_cast<core::ThreadPool*>(nullptr), &pool}) {
+      if (n == 1) {
+        MatVecMany(jobs, p);
+      } else {
+        MatMulMany(jobs, n, p);
+      }
+      for (int i = 0; i < 10; ++i) {
+        EXPECT_LT(testing::MaxRelError(ys[i].data(), wants[i].data(), ys[i].size()),
+                  Tolerance(ws[i].view.cols))
+            << "job " << i << " n " << n;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smartgen::kernels

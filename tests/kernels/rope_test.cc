@@ -91,3 +91,34 @@ TEST(Rope, EveryIsaMatchesReference) {
 
 }  // namespace
 }  // namespace smartgen::kernels
+
+namespace smartgen::kernels {
+namespace {
+
+TEST(Rope, CachedTablesGiveTheSameResult) {
+  std::mt19937 rng(3);
+  RopeConfig c{.head_dim = 64, .n_rot = 64, .freq_base = 10000.0f, .style = RopeStyle::kNorm};
+  const std::vector<float> x = testing::RandomVector(rng, 2 * 64);
+  for (std::int64_t pos :
+       {5, 5, 700, 300000, 300000}) {  // repeats hit the cache; 300000 is past it
+    std::vector<float> first(x), second(x), want(x);
+    Rope(c, first.data(), 2, pos);
+    Rope(c, second.data(), 2, pos);
+    EXPECT_EQ(first, second) << pos;
+    RopeReference(c, want.data(), 2, pos);
+    EXPECT_LT(testing::MaxRelError(first.data(), want.data(), first.size()), 1e-6) << pos;
+  }
+  // A new base or rotation width must not reuse the old tables.
+  for (auto [base, rot] : {std::pair{500000.0f, 64}, {500000.0f, 32}, {10000.0f, 64}}) {
+    c.freq_base = base;
+    c.n_rot = rot;
+    std::vector<float> got(x), want(x);
+    Rope(c, got.data(), 2, 5);
+    RopeReference(c, want.data(), 2, 5);
+    EXPECT_LT(testing::MaxRelError(got.data(), want.data(), got.size()), 1e-6)
+        << base << " " << rot;
+  }
+}
+
+}  // namespace
+}  // namespace smartgen::kernels
