@@ -1,0 +1,83 @@
+// The token bucket, driven by a ManualClock: exact, no wall-clock timing.
+#include "transfer/rate_limiter.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace smartgen::transfer {
+namespace {
+
+using core::ManualClock;
+using core::Nanos;
+
+TEST(RateLimiter, UnlimitedNeverWaits) {
+  ManualClock clock(1000);
+  RateLimiter limiter(0, 0, clock);
+  EXPECT_TRUE(limiter.unlimited());
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(limiter.Reserve(1 << 30), 1000);
+}
+
+TEST(RateLimiter, DefaultBucketIsTwoMillisecondsOrSixtyFourKiB) {
+  ManualClock clock;
+  EXPECT_EQ(RateLimiter(100e6, 0, clock).burst_bytes(), 64u * 1024);
+  EXPECT_EQ(RateLimiter(10e9, 0, clock).burst_bytes(), 2'500'000u);
+}
+
+TEST(RateLimiter, BurstGoesAtOnceThenTheRate) {
+  ManualClock clock(0);
+  RateLimiter limiter(8e6, 64 * 1024, clock);  // 1 MB/s
+  EXPECT_EQ(limiter.Reserve(64 * 1024), 0);    // the full bucket
+  EXPECT_EQ(limiter.Reserve(1000), core::Millis(1));  // 1000 B at 1 MB/s
+  EXPECT_EQ(limiter.Reserve(1000), core::Millis(2));  // queued behind the first
+  clock.Set(core::Millis(2));
+  EXPECT_NEAR(limiter.Available(), 0.0, 1e-6);
+  clock.Set(core::Seconds(10));
+  EXPECT_DOUBLE_EQ(limiter.Available(), 64.0 * 1024);  // refills to the bucket, no more
+}
+
+// A sender that reserves frames back to back and sends each when allowed (optionally a little
+// late, like a real sleep). Checks the two promises over the whole run and every prefix:
+// achieved >= 99.9% of the rate, and never more than rate * t + one bucket.
+void Simulate(double bits_per_second, std::uint64_t frame, Nanos oversleep_max,
+              Nanos duration) {
+  ManualClock clock(0);
+  RateLimiter limiter(bits_per_second, 0, clock);
+  const double rate = bits_per_second / 8;
+  const double bucket = static_cast<double>(limiter.burst_bytes());
+  std::mt19937_64 rng(42);
+  std::uint64_t sent = 0;
+  Nanos now = 0;
+  while (now < duration) {
+    const Nanos at = limiter.Reserve(frame);
+    const Nanos late = oversleep_max > 0 ? static_cast<Nanos>(rng() % oversleep_max) : 0;
+    now = std::max(now, at) + late;
+    clock.Set(now);
+    sent += frame;
+    ASSERT_LE(static_cast<double>(sent), rate * core::ToSeconds(now) + bucket + 1)
+        << "above the rate by more than a bucket at t=" << core::ToSeconds(now);
+  }
+  const double achieved = sent / core::ToSeconds(now);
+  EXPECT_GE(achieved, 0.999 * rate) << "achieved " << achieved * 8 / 1e6 << " Mbit/s";
+  EXPECT_LE(achieved, rate + bucket / core::ToSeconds(now));
+}
+
+TEST(RateLimiter, HundredMegabitIsExactOverTime) {
+  Simulate(100e6, 16 * 1024, 0, core::Seconds(10));
+}
+
+TEST(RateLimiter, OneGigabitIsExactOverTime) { Simulate(1e9, 256 * 1024, 0, core::Seconds(10)); }
+
+TEST(RateLimiter, LateWakeupsDoNotLoseRate) {
+  // Sleeping up to 150 us too long is absorbed by the bucket (2 ms at 1 Gbit/s).
+  Simulate(1e9, 64 * 1024, core::Millis(1) * 15 / 100, core::Seconds(10));
+}
+
+TEST(RateLimiter, FramesLargerThanTheBucketStillPass) {
+  ManualClock clock(0);
+  RateLimiter limiter(8e6, 64 * 1024, clock);
+  EXPECT_EQ(limiter.Reserve(64 * 1024 + 1'000'000), core::Seconds(1));
+}
+
+}  // namespace
+}  // namespace smartgen::transfer
