@@ -123,6 +123,20 @@ void BM_OpenBlasPrefillLayer(benchmark::State& state, int threads) {
   state.counters["model_tok/s"] = benchmark::Counter(
       static_cast<double>(n) * state.iterations() / kLayers, benchmark::Counter::kIsRate);
 }
+
+void BM_OpenBlasMatMul(benchmark::State& state, int threads) {
+  openblas_set_num_threads(threads);
+  const std::int64_t rows = state.range(0), cols = state.range(1), n = state.range(2);
+  std::vector<float> w = RandomFloats(rows * cols, 3);
+  std::vector<float> x = RandomFloats(n * cols, 2), y(n * rows);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rows, cols, 1.0f, x.data(), cols,
+                w.data(), cols, 0.0f, y.data(), rows);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * n * state.iterations() / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
 #endif
 
 const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
@@ -169,6 +183,17 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
         BM_OpenBlasPrefillLayer, threads)
         ->Arg(512)
         ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(
+        ("BM_OpenBlasMatMul/f32/threads:" + std::to_string(threads)).c_str(), BM_OpenBlasMatMul,
+        threads)
+        ->Args({kFfn, kEmbd, 512})
+        ->Args({kEmbd, kFfn, 512})
+        ->Args({kFfn, kEmbd, 4096})
+        ->Args({kEmbd, kFfn, 4096})
+        ->Args({kEmbd, kEmbd, 64})
+        ->Args({kEmbd, kEmbd, 2})
+        ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
   }
 #endif

@@ -22,6 +22,8 @@ constexpr int kNr = kNv * L;         // weight rows per packed panel
 constexpr int kQ8Block = 32;         // kQK8_0
 constexpr int kQ8Bytes = 34;         // sizeof(BlockQ8_0): f16 scale + 32 int8
 constexpr std::int64_t kKc = 256;    // K block of the GEMM (multiple of 32)
+constexpr std::int64_t kNc = 512;    // weight rows packed per block (kNc x kKc f32: 512 KiB)
+constexpr std::int64_t kMc = 120;    // tokens per block (a multiple of both ISAs\' kGemmMr)
 constexpr std::int64_t kSmallN = 4;  // below this many tokens MatMul streams rows like MatVec
 
 template <typename T>
@@ -251,19 +253,32 @@ void MatMulKind(const void* w, std::size_t row_bytes, std::int64_t cols, const f
     }
     return;
   }
-  float* packed = ThreadScratch(1, static_cast<std::size_t>(kKc * kNr));
-  for (std::int64_t k0 = 0; k0 < cols; k0 += kKc) {
-    const std::int64_t kb = MinOf(kKc, cols - k0);
-    for (std::int64_t rp = r0; rp < r1; rp += kNr) {
-      const int nr = static_cast<int>(MinOf<std::int64_t>(kNr, r1 - rp));
-      PackPanel<Kind>(base, row_bytes, rp, nr, k0, kb, packed);
-      std::int64_t t = 0;
-      for (; t + kMr <= n; t += kMr) {
-        MicroKernel<kMr>(x + t * cols + k0, cols, packed, kb, y + t * ldy + rp, ldy, nr, k0 > 0);
+  // Goto-style blocking: kNc weight rows x kKc columns are packed (L2), then token blocks of
+  // kMc rows of x (L2) sweep every packed panel (L1) with the micro-kernel. Each output element
+  // is loaded and stored once per K block.
+  float* packed = ThreadScratch(1, static_cast<std::size_t>(kNc * kKc));
+  for (std::int64_t jc = r0; jc < r1; jc += kNc) {
+    const std::int64_t jc_end = MinOf(r1, jc + kNc);
+    for (std::int64_t k0 = 0; k0 < cols; k0 += kKc) {
+      const std::int64_t kb = MinOf(kKc, cols - k0);
+      for (std::int64_t rp = jc; rp < jc_end; rp += kNr) {
+        const int nr = static_cast<int>(MinOf<std::int64_t>(kNr, jc_end - rp));
+        PackPanel<Kind>(base, row_bytes, rp, nr, k0, kb, packed + (rp - jc) * kKc);
       }
-      if (t < n) {
-        MicroKernelTail<kMr - 1>(static_cast<int>(n - t), x + t * cols + k0, cols, packed, kb,
-                                 y + t * ldy + rp, ldy, nr, k0 > 0);
+      for (std::int64_t t0 = 0; t0 < n; t0 += kMc) {
+        const std::int64_t t_end = MinOf(n, t0 + kMc);
+        for (std::int64_t rp = jc; rp < jc_end; rp += kNr) {
+          const int nr = static_cast<int>(MinOf<std::int64_t>(kNr, jc_end - rp));
+          const float* panel = packed + (rp - jc) * kKc;
+          std::int64_t t = t0;
+          for (; t + kMr <= t_end; t += kMr) {
+            MicroKernel<kMr>(x + t * cols + k0, cols, panel, kb, y + t * ldy + rp, ldy, nr, k0 > 0);
+          }
+          if (t < t_end) {
+            MicroKernelTail<kMr - 1>(static_cast<int>(t_end - t), x + t * cols + k0, cols, panel,
+                                     kb, y + t * ldy + rp, ldy, nr, k0 > 0);
+          }
+        }
       }
     }
   }
