@@ -57,15 +57,66 @@ std::int64_t VisibleTokens(const KvBlockRef& b, std::int64_t q_pos) {
 
 namespace {
 
+// Output registers the decode PV step may hold (G heads x NV vectors).
+constexpr int kPvRegs = L == 16 ? 16 : 8;
+
+// out[h] = alpha[h] * out[h] + sum_j p[h][j] v_j for G heads at once: each value row is loaded
+// once for the group and the G x NV accumulator chains interleave.
+template <int NV, int G>
+void PvGroup(const float* vt, int hd, int nk, const float* pbuf, const float* alpha, float* out) {
+  V o[G][NV];
+  for (int g = 0; g < G; ++g) {
+    const V a = S::Set1(alpha[g]);
+    for (int v = 0; v < NV; ++v) o[g][v] = S::Mul(S::Load(out + g * hd + v * L), a);
+  }
+  for (int j = 0; j < nk; ++j) {
+    V vj[NV];
+    for (int v = 0; v < NV; ++v) vj[v] = S::Load(vt + j * hd + v * L);
+    for (int g = 0; g < G; ++g) {
+      const V pj = S::Set1(pbuf[g * kKt + j]);
+      for (int v = 0; v < NV; ++v) o[g][v] = S::Fma(pj, vj[v], o[g][v]);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    for (int v = 0; v < NV; ++v) S::Store(out + g * hd + v * L, o[g][v]);
+  }
+}
+
+template <int NV>
+void PvHeads(const float* vt, int hd, int nk, int nq, const float* pbuf, const float* alpha,
+             float* out) {
+  constexpr int kG = kPvRegs / NV > 4 ? 4 : (kPvRegs / NV < 1 ? 1 : kPvRegs / NV);
+  int h = 0;
+  for (; h + kG <= nq; h += kG) {
+    PvGroup<NV, kG>(vt, hd, nk, pbuf + h * kKt, alpha + h, out + h * hd);
+  }
+  switch (nq - h) {  // at most kG - 1 heads left
+    case 3:
+      if constexpr (kG > 3) PvGroup<NV, 3>(vt, hd, nk, pbuf + h * kKt, alpha + h, out + h * hd);
+      break;
+    case 2:
+      if constexpr (kG > 2) PvGroup<NV, 2>(vt, hd, nk, pbuf + h * kKt, alpha + h, out + h * hd);
+      break;
+    case 1:
+      PvGroup<NV, 1>(vt, hd, nk, pbuf + h * kKt, alpha + h, out + h * hd);
+      break;
+    default:
+      break;
+  }
+}
+
 // AttendBlocks with NV = head_dim / kLanes vectors known at compile time (0: any, at run time).
+// Per tile: the scores of every head, then every head's softmax update, then the value
+// accumulation for all heads together (independent work back to back for the core to overlap).
 template <int NV>
 void AttendBlocksT(const AttentionParams& p, const float* q, std::int64_t q_pos,
                    const KvBlockRef* blocks, std::size_t n_blocks, float* out, float* lse) {
   const int hd = p.head_dim, nq = p.n_q, nv = NV > 0 ? NV : hd / L;
   alignas(64) float kbuf[kKt * kMaxHeadDim], vbuf[kKt * kMaxHeadDim];
   alignas(64) float qs[kMaxGroup * kMaxHeadDim];
-  alignas(64) float pbuf[kKt];
-  float m[kMaxGroup], l[kMaxGroup];
+  alignas(64) float pbuf[kMaxGroup * kKt];
+  float m[kMaxGroup], l[kMaxGroup], alpha[kMaxGroup];
+  V s[kMaxGroup];
   const V scale = S::Set1(p.scale);
   for (int h = 0; h < nq; ++h) {
     m[h] = kNegInf;
@@ -83,39 +134,37 @@ void AttendBlocksT(const AttentionParams& p, const float* q, std::int64_t q_pos,
       const int nk = static_cast<int>(nt - t0 < kKt ? nt - t0 : kKt);
       const float* kt = TileRows(b.k, p.dtype, hd, t0, nk, kbuf);
       const float* vt = TileRows(b.v, p.dtype, hd, t0, nk, vbuf);
+      // Scores of the tile's keys: kKt partial dot products per head, reduced together.
       for (int h = 0; h < nq; ++h) {
-        // Scores of the tile's keys: kKt partial dot products, reduced together.
         V part[kKt];
         for (int j = 0; j < kKt; ++j) part[j] = S::Zero();
         for (int v = 0; v < nv; ++v) {
           const V qv = S::Load(qs + h * hd + v * L);
           for (int j = 0; j < kKt; ++j) part[j] = S::Fma(qv, S::Load(kt + j * hd + v * L), part[j]);
         }
-        V s = S::ReduceLanes(part);
-        if (nk < kKt) s = S::SelectLess(S::Set1(nk - 0.5f), lane, S::Set1(kNegInf), s);
-        const float tile_max = S::ReduceMax(s);
+        s[h] = S::ReduceLanes(part);
+        if (nk < kKt) s[h] = S::SelectLess(S::Set1(nk - 0.5f), lane, S::Set1(kNegInf), s[h]);
+      }
+      // Online softmax: rescale by e^(m_old - m_new), accumulate e^(s - m_new).
+      for (int h = 0; h < nq; ++h) {
+        const float tile_max = S::ReduceMax(s[h]);
         const float m_new = tile_max > m[h] ? tile_max : m[h];
-        const float alpha = m[h] == kNegInf ? 0.0f : __builtin_expf(m[h] - m_new);
-        const V pv = S::Exp(S::Sub(s, S::Set1(m_new)));
-        l[h] = l[h] * alpha + S::ReduceAdd(pv);
+        alpha[h] = S::Lane0(S::Exp(S::Set1(m[h] - m_new)));  // m_old = -inf gives 0
+        const V pv = S::Exp(S::Sub(s[h], S::Set1(m_new)));
+        l[h] = l[h] * alpha[h] + S::ReduceAdd(pv);
         m[h] = m_new;
-        S::Store(pbuf, pv);
-        // out_h = alpha * out_h + sum_j p_j v_j.
-        float* oh = out + h * hd;
-        const V va = S::Set1(alpha);
-        if constexpr (NV > 0) {
-          V o[NV];
-          for (int v = 0; v < NV; ++v) o[v] = S::Mul(S::Load(oh + v * L), va);
-          for (int j = 0; j < nk; ++j) {
-            const V pj = S::Set1(pbuf[j]);
-            for (int v = 0; v < NV; ++v) o[v] = S::Fma(pj, S::Load(vt + j * hd + v * L), o[v]);
-          }
-          for (int v = 0; v < NV; ++v) S::Store(oh + v * L, o[v]);
-        } else {
+        S::Store(pbuf + h * kKt, pv);
+      }
+      if constexpr (NV > 0) {
+        PvHeads<NV>(vt, hd, nk, nq, pbuf, alpha, out);
+      } else {
+        for (int h = 0; h < nq; ++h) {
+          float* oh = out + h * hd;
+          const V va = S::Set1(alpha[h]);
           for (int v = 0; v < nv; ++v) {
             V o = S::Mul(S::Load(oh + v * L), va);
             for (int j = 0; j < nk; ++j) {
-              o = S::Fma(S::Set1(pbuf[j]), S::Load(vt + j * hd + v * L), o);
+              o = S::Fma(S::Set1(pbuf[h * kKt + j]), S::Load(vt + j * hd + v * L), o);
             }
             S::Store(oh + v * L, o);
           }
