@@ -92,6 +92,24 @@ void BM_AttendCausal(benchmark::State& state, KvDType dtype, Isa isa) {
       benchmark::Counter::kIsRate);
 }
 
+// How the forward pass calls it: a 32-token query tile at the end of an n-token prompt.
+void BM_AttendCausalTile(benchmark::State& state, KvDType dtype, Isa isa) {
+  const auto* table = kernels::internal::GetKernelTable(isa);
+  if (table == nullptr) return state.SkipWithError("ISA not available");
+  const std::int64_t n = state.range(0), tile = 32;
+  Kv kv = MakeKv(dtype, n, 16);
+  const AttentionParams p = Params(dtype);
+  std::vector<float> q = RandomFloats(tile * kNq * kHeadDim, 7), out(tile * kNq * kHeadDim);
+  for (auto _ : state) {
+    table->attend_causal(p, q.data(), kNq * kHeadDim, tile, n - tile, kv.blocks.data(),
+                         kv.blocks.size(), out.data(), kNq * kHeadDim, nullptr);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      4.0 * kNq * kHeadDim * static_cast<double>(n - tile / 2) * tile * state.iterations() / 1e9,
+      benchmark::Counter::kIsRate);
+}
+
 [[maybe_unused]] const bool kRegistered = [] {
   for (KvDType dtype : {KvDType::kF32, KvDType::kF16}) {
     for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
@@ -105,6 +123,10 @@ void BM_AttendCausal(benchmark::State& state, KvDType dtype, Isa isa) {
                                    isa)
           ->Arg(isa == Isa::kScalar ? 256 : 1024)
           ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("BM_AttendCausalTile32/" + suffix).c_str(), BM_AttendCausalTile,
+                                   dtype, isa)
+          ->Arg(4096)
+          ->Unit(benchmark::kMicrosecond);
     }
   }
   return true;
