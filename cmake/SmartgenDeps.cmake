@@ -24,8 +24,11 @@ smartgen_require_package(XXHASH_FOUND libxxhash-dev)
 pkg_check_modules(UCX QUIET IMPORTED_TARGET ucx)
 smartgen_require_package(UCX_FOUND libucx-dev)
 
+# Debian's cpp-httplib is a compiled library (libcpp-httplib.so) whose classes change layout
+# with the CPPHTTPLIB_*_SUPPORT macros it was built with; its pkg-config file carries them.
 find_path(HTTPLIB_INCLUDE_DIR httplib.h)
-if(HTTPLIB_INCLUDE_DIR)
+pkg_check_modules(CPP_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+if(HTTPLIB_INCLUDE_DIR AND CPP_HTTPLIB_FOUND)
   set(HTTPLIB_FOUND TRUE)
 endif()
 smartgen_require_package(HTTPLIB_FOUND libcpp-httplib-dev)

@@ -1,0 +1,113 @@
+// DecodeEngine: continuous batching on one node. Sequences join and leave between steps; every
+// step runs one forward pass over one token of each running sequence (DESIGN.md section 7).
+//
+// A job enters waiting; each loop iteration asks waiting jobs whether they can start
+// (Readiness: the KV has arrived, or the prompt must be computed here), prefills those that
+// need it one at a time, then decodes all running sequences in one batch. Tokens are reported
+// through the job's callbacks from the engine thread, in order; on_done is called exactly once.
+//
+// Thread-safety: Submit/Cancel/Stop from any thread. Callbacks run on the engine thread and
+// must not block for long (they queue events for HTTP writers).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "kv/sequence_kv.h"
+#include "model/forward.h"
+#include "model/sampler.h"
+
+namespace smartgen::node {
+
+// What a waiting job says when asked whether it can start.
+struct Readiness {
+  enum class Kind { kWait, kGo, kPrefillLocally, kFail } kind = Kind::kWait;
+  std::int32_t first_token = -1;  // kGo: token 0, sampled by the prefill node
+  Status status;                  // kFail
+  kv::SequenceKv* kv = nullptr;   // kPrefillLocally: compute into this KV instead of the job's
+  static Readiness Wait() { return {}; }
+  static Readiness Go(std::int32_t token) { return {Kind::kGo, token, {}, nullptr}; }
+  static Readiness PrefillLocally(kv::SequenceKv* kv = nullptr) {
+    return {Kind::kPrefillLocally, -1, {}, kv};
+  }
+  static Readiness Fail(Status s) { return {Kind::kFail, -1, std::move(s), nullptr}; }
+};
+
+struct EngineJob {
+  std::uint64_t request_id = 0;
+  kv::SequenceKv* kv = nullptr;           // the sequence's KV (prompt reserved); owned by keepalive
+  std::shared_ptr<void> keepalive;        // keeps `kv` (and whatever else) alive while running
+  std::vector<std::int32_t> prompt;
+  int max_tokens = 16;
+  model::SamplingParams sampling;
+  bool stop_at_eog = true;
+  core::Deadline deadline = core::Deadline::Never();
+  model::AttentionOverride* attention = nullptr;  // decode-step attention (SmartGen), or dense
+
+  std::function<Readiness()> ready;       // polled while waiting; null = prefill locally at once
+  // Token `index` of the output; return false to cancel the job.
+  std::function<bool(int index, std::int32_t token)> on_token;
+  // Exactly once: OK with "length" | "stop" | "cancelled", or the error. `stats` has engine-side
+  // figures (decode_ms, steps, prefilled_locally, ...).
+  std::function<void(const Status&, const std::string& finish_reason, const nlohmann::json& stats)>
+      on_done;
+};
+
+struct DecodeEngineOptions {
+  int max_batch = 64;                     // running sequences per step
+  core::Nanos idle_wait = core::Millis(1);  // sleep when only waiting jobs exist
+};
+
+class DecodeEngine {
+ public:
+  DecodeEngine(model::Forward* forward, DecodeEngineOptions options = {});
+  ~DecodeEngine();  // Stop()
+  DecodeEngine(const DecodeEngine&) = delete;
+  DecodeEngine& operator=(const DecodeEngine&) = delete;
+
+  void Submit(EngineJob job);
+  // Ends the job with "cancelled" at the next step boundary. Unknown id: no-op.
+  void Cancel(std::uint64_t request_id);
+  // Fails every job with kCancelled and joins the thread.
+  void Stop();
+
+  int running() const;
+  int waiting() const;
+  std::uint64_t steps() const;
+
+ private:
+  struct Seq;
+  void Loop();
+  void Admit(std::vector<std::unique_ptr<Seq>>* waiting);
+  // Computes the prompt here and emits token 0; false when the job already finished.
+  bool PrefillLocally(Seq& s);
+  void Step();
+  void Finish(Seq& s, const Status& status, const std::string& reason);
+  // After emitting token `t` at index i: whether the sequence is done, and why.
+  bool Done(Seq& s, std::int32_t token, std::string* reason) const;
+
+  model::Forward* forward_;
+  DecodeEngineOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<EngineJob> incoming_;
+  std::vector<std::uint64_t> cancels_;
+  bool stop_ = false;
+  std::atomic<int> n_running_{0}, n_waiting_{0};
+  std::atomic<std::uint64_t> steps_{0};
+  std::vector<std::unique_ptr<Seq>> waiting_, running_;  // engine thread only
+  std::thread thread_;
+};
+
+}  // namespace smartgen::node

@@ -1,0 +1,100 @@
+#include "node/decode_kv_store.h"
+
+namespace smartgen::node {
+
+Result<std::shared_ptr<DecodeKvStore::Entry>> DecodeKvStore::Add(std::uint64_t request_id,
+                                                                  std::int64_t n_prompt,
+                                                                  std::int64_t capacity_tokens) {
+  auto entry = std::make_shared<Entry>(pool_, pool_->geometry(), n_prompt, request_id);
+  SG_RETURN_IF_ERROR(entry->kv.Reserve(std::max(n_prompt, capacity_tokens)));
+  std::lock_guard<std::mutex> lock(mu_);
+  FreeRetiredLocked();
+  if (entries_.count(request_id)) return InvalidArgument("request {} is already known", request_id);
+  entries_.emplace(request_id, entry);
+  return entry;
+}
+
+std::shared_ptr<DecodeKvStore::Entry> DecodeKvStore::Find(std::uint64_t request_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(request_id);
+  return it == entries_.end() ? nullptr : it->second;
+}
+
+void DecodeKvStore::Remove(std::uint64_t request_id) {
+  std::shared_ptr<Entry> e;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    FreeRetiredLocked();
+    auto it = entries_.find(request_id);
+    if (it == entries_.end()) return;
+    e = std::move(it->second);
+    entries_.erase(it);
+    if (e->pending_writes.load(std::memory_order_acquire) > 0) retired_.emplace_back(core::NowNanos(), e);
+  }
+  e->residency.Cancel();
+}
+
+void DecodeKvStore::FreeRetiredLocked() {
+  const core::Nanos now = core::NowNanos();
+  std::erase_if(retired_, [now](const auto& r) {
+    return r.second->pending_writes.load(std::memory_order_acquire) == 0 ||
+           now - r.first > kRetireGrace;
+  });
+}
+
+std::size_t DecodeKvStore::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+Status DecodeKvStore::Prepare(const transfer::BlockKey& key,
+                              transfer::BlockDestination* destination,
+                              transfer::SinkAction* action) {
+  std::shared_ptr<Entry> e = Find(key.request_id);
+  if (e == nullptr) {
+    *action = transfer::SinkAction::kDiscard;  // finished or cancelled: drop it
+    return Status::Ok();
+  }
+  const kv::KvGeometry& g = e->kv.geometry();
+  if (static_cast<int>(key.layer) >= g.n_layers || static_cast<int>(key.kv_head) >= g.n_kv_heads ||
+      static_cast<std::int64_t>(key.block) >= e->residency.n_blocks()) {
+    return InvalidArgument("block {}/{}/{} is outside request {}'s prompt", key.layer,
+                           key.kv_head, key.block, key.request_id);
+  }
+  if (e->residency.present(key.layer, key.kv_head, key.block)) {
+    *action = transfer::SinkAction::kDiscard;
+    return Status::Ok();
+  }
+  std::byte* data = e->kv.BlockData(key.layer, key.kv_head, key.block);
+  e->pending_writes.fetch_add(1, std::memory_order_acq_rel);
+  destination->k = {data, g.half_block_bytes()};
+  destination->v = {data + g.half_block_bytes(), g.half_block_bytes()};
+  *action = transfer::SinkAction::kWrite;
+  return Status::Ok();
+}
+
+std::shared_ptr<DecodeKvStore::Entry> DecodeKvStore::FindWriting(std::uint64_t request_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(request_id);
+  if (it != entries_.end()) return it->second;
+  for (const auto& r : retired_) {
+    if (r.second->request_id == request_id) return r.second;
+  }
+  return nullptr;
+}
+
+void DecodeKvStore::OnBlockReady(const transfer::BlockKey& key) {
+  if (auto e = FindWriting(key.request_id)) {
+    e->residency.MarkPresent(key.layer, key.kv_head, key.block);
+    e->pending_writes.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void DecodeKvStore::OnBlockRejected(const transfer::BlockKey& key, const Status&) {
+  if (auto e = FindWriting(key.request_id)) {
+    e->residency.MarkAbsent(key.layer, key.kv_head, key.block);
+    e->pending_writes.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace smartgen::node

@@ -1,0 +1,204 @@
+#include "node/http_rpc.h"
+
+#include "node/node_config.h"
+#include "node/protocol.h"
+
+namespace smartgen::node {
+namespace {
+
+int HttpStatus(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kUnimplemented: return 400;
+    case StatusCode::kPermissionDenied: return 401;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kResourceExhausted: return 429;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kDeadlineExceeded: return 504;
+    default: return 500;
+  }
+}
+
+Status ReplyToStatus(const httplib::Result& r) {
+  if (!r) {
+    const auto err = r.error();
+    if (err == httplib::Error::Read || err == httplib::Error::Write) {
+      return Unavailable("connection to node lost ({})", httplib::to_string(err));
+    }
+    return Unavailable("node unreachable ({})", httplib::to_string(err));
+  }
+  if (r->status == 200) return Status::Ok();
+  auto j = ParseJsonText(r->body);
+  if (j.ok() && j->contains("error")) return StatusFromJson((*j)["error"]);
+  return Unavailable("node answered HTTP {}", r->status);
+}
+
+void SetTimeouts(httplib::Client& cli, core::Nanos timeout) {
+  const auto secs = static_cast<time_t>(timeout / core::kNanosPerSecond);
+  const auto usecs = static_cast<time_t>((timeout % core::kNanosPerSecond) / 1000);
+  cli.set_connection_timeout(std::min<time_t>(secs, 5), secs >= 5 ? 0 : usecs);
+  cli.set_read_timeout(secs, usecs);
+  cli.set_write_timeout(secs, usecs);
+}
+
+}  // namespace
+
+void ReplyJson(httplib::Response& res, const nlohmann::json& body) {
+  res.status = 200;
+  res.set_content(body.dump(), "application/json");
+}
+
+void ReplyStatus(httplib::Response& res, const Status& status) {
+  res.status = HttpStatus(status.code());
+  res.set_content(nlohmann::json{{"error", StatusToJson(status)}}.dump(), "application/json");
+}
+
+void LineQueue::Push(std::string line) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return;
+    lines_.push_back(std::move(line));
+  }
+  cv_.notify_all();
+}
+
+void LineQueue::Close(std::string last_line) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return;
+    lines_.push_back(std::move(last_line));
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool LineQueue::Pop(std::string* line, bool* got, core::Nanos wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::nanoseconds(wait), [&] { return !lines_.empty() || closed_; });
+  *got = false;
+  if (!lines_.empty()) {
+    *line = std::move(lines_.front());
+    lines_.pop_front();
+    *got = true;
+    return true;
+  }
+  return !closed_;
+}
+
+void StreamLines(httplib::Response& res, std::shared_ptr<LineQueue> queue,
+                 std::function<void()> on_disconnect) {
+  auto finished = std::make_shared<bool>(false);
+  res.set_chunked_content_provider(
+      "application/x-ndjson",
+      [queue, finished, on_disconnect](std::size_t, httplib::DataSink& sink) {
+        std::string line;
+        bool got = false;
+        // Short waits so a vanished client is noticed between events.
+        const bool more = queue->Pop(&line, &got, core::Millis(100));
+        if (got) {
+          line += '\n';
+          if (!sink.write(line.data(), line.size())) return false;
+        } else if (more && !sink.is_writable()) {
+          return false;
+        }
+        if (!more) {
+          *finished = true;
+          sink.done();
+        }
+        return true;
+      },
+      [finished, on_disconnect](bool success) {
+        if (!*finished && on_disconnect) on_disconnect();
+      });
+}
+
+std::string NodeAddress::ToString() const { return fmt::format("{}:{}", host, port); }
+
+Result<NodeAddress> ParseNodeAddress(const std::string& text) {
+  std::string rest = text;
+  if (rest.rfind("http://", 0) == 0) rest = rest.substr(7);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  NodeAddress a;
+  SG_RETURN_IF_ERROR(SplitHostPort(rest, &a.host, &a.port));
+  if (a.port == 0) return InvalidArgument("node address '{}' needs a port", text);
+  return a;
+}
+
+Result<nlohmann::json> PostJson(const NodeAddress& node, const std::string& path,
+                                const nlohmann::json& body, core::Nanos timeout) {
+  httplib::Client cli(node.host, node.port);
+  SetTimeouts(cli, timeout);
+  auto r = cli.Post(path, body.dump(), "application/json");
+  SG_RETURN_IF_ERROR(ReplyToStatus(r).WithContext(fmt::format("{} {}", node.ToString(), path)));
+  return ParseJsonText(r->body);
+}
+
+Result<nlohmann::json> GetJson(const NodeAddress& node, const std::string& path,
+                               core::Nanos timeout) {
+  httplib::Client cli(node.host, node.port);
+  SetTimeouts(cli, timeout);
+  auto r = cli.Get(path);
+  SG_RETURN_IF_ERROR(ReplyToStatus(r).WithContext(fmt::format("{} {}", node.ToString(), path)));
+  return ParseJsonText(r->body);
+}
+
+Status PostStream(const NodeAddress& node, const std::string& path, const nlohmann::json& body,
+                  core::Nanos timeout, const std::function<bool(const nlohmann::json&)>& on_line) {
+  httplib::Client cli(node.host, node.port);
+  SetTimeouts(cli, timeout);
+  std::string pending;
+  Status parse_error;
+  bool stopped = false;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  int http_status = 0;
+  std::string error_body;
+  req.response_handler = [&](const httplib::Response& response) {
+    http_status = response.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, std::size_t len, std::uint64_t, std::uint64_t) {
+    if (http_status != 200) {
+      error_body.append(data, len);
+      return true;
+    }
+    pending.append(data, len);
+    std::size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      const std::string line = pending.substr(0, nl);
+      pending.erase(0, nl + 1);
+      if (line.empty()) continue;
+      auto j = ParseJsonText(line);
+      if (!j.ok()) {
+        parse_error = DataLoss("bad stream line from {}: {}", node.ToString(), j.status().message());
+        return false;
+      }
+      if (!on_line(*j)) {
+        stopped = true;
+        return false;
+      }
+    }
+    return true;
+  };
+  auto r = cli.send(req);
+  if (!parse_error.ok()) return parse_error;
+  if (stopped) return Status::Ok();
+  if (!r) {
+    return Unavailable("stream from {}{} broke ({})", node.ToString(), path,
+                       httplib::to_string(r.error()));
+  }
+  if (r->status != 200) {
+    auto j = ParseJsonText(error_body.empty() ? r->body : error_body);
+    if (j.ok() && j->contains("error")) return StatusFromJson((*j)["error"]);
+    return Unavailable("{}{} answered HTTP {}", node.ToString(), path, r->status);
+  }
+  return Status::Ok();
+}
+
+}  // namespace smartgen::node

@@ -1,0 +1,66 @@
+// The node control plane's HTTP plumbing (cpp-httplib): JSON replies, NDJSON streams, and the
+// client side that calls a node with a deadline. Internal API only: errors travel as
+// {"error": {"code": "UNAVAILABLE", "message": ...}} and come back as the same Status.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/result.h"
+
+namespace smartgen::node {
+
+// Writes `body` as JSON with status 200.
+void ReplyJson(httplib::Response& res, const nlohmann::json& body);
+// Writes {"error": {code, message}} with a status matching the code (400/429/503/504/500).
+void ReplyStatus(httplib::Response& res, const Status& status);
+
+// Lines (events) produced on one thread and written to an HTTP stream on another.
+class LineQueue {
+ public:
+  void Push(std::string line);
+  // The last line; nothing may be pushed after it.
+  void Close(std::string last_line);
+  // Waits up to `wait` for a line. Returns false when closed and drained.
+  bool Pop(std::string* line, bool* got, core::Nanos wait);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> lines_;
+  bool closed_ = false;
+};
+
+// Streams `queue` as the chunked NDJSON body of `res`. `on_disconnect` runs (once) if the client
+// goes away before the queue is closed.
+void StreamLines(httplib::Response& res, std::shared_ptr<LineQueue> queue,
+                 std::function<void()> on_disconnect);
+
+// An HTTP endpoint of a node: "host:port".
+struct NodeAddress {
+  std::string host;
+  int port = 0;
+  std::string ToString() const;
+};
+Result<NodeAddress> ParseNodeAddress(const std::string& text);  // "http://h:p" or "h:p"
+
+// POST path with a JSON body; the JSON reply, or the Status it carries. kUnavailable when the
+// node cannot be reached; kDeadlineExceeded past `timeout`.
+Result<nlohmann::json> PostJson(const NodeAddress& node, const std::string& path,
+                                const nlohmann::json& body, core::Nanos timeout);
+// GET path; the JSON reply.
+Result<nlohmann::json> GetJson(const NodeAddress& node, const std::string& path,
+                               core::Nanos timeout);
+// POST path and read an NDJSON reply line by line; on_line returning false stops reading.
+// OK when the stream ended normally.
+Status PostStream(const NodeAddress& node, const std::string& path, const nlohmann::json& body,
+                  core::Nanos timeout, const std::function<bool(const nlohmann::json&)>& on_line);
+
+}  // namespace smartgen::node

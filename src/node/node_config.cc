@@ -1,0 +1,69 @@
+#include "node/node_config.h"
+
+#include "transfer/transport_factory.h"
+
+namespace smartgen::node {
+
+transfer::KvGeometry ToTransferGeometry(const kv::KvGeometry& g) {
+  transfer::KvGeometry t;
+  t.n_layers = static_cast<std::uint32_t>(g.n_layers);
+  t.n_kv_heads = static_cast<std::uint32_t>(g.n_kv_heads);
+  t.head_dim = static_cast<std::uint32_t>(g.head_dim);
+  t.block_tokens = static_cast<std::uint32_t>(g.block_tokens);
+  t.dtype = g.dtype == kv::KvDType::kF16 ? transfer::KvDType::kF16 : transfer::KvDType::kF32;
+  return t;
+}
+
+Status SplitHostPort(const std::string& address, std::string* host, int* port) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return InvalidArgument("address '{}' is not host:port", address);
+  }
+  try {
+    *port = std::stoi(address.substr(colon + 1));
+  } catch (...) {
+    return InvalidArgument("address '{}' has a bad port", address);
+  }
+  if (*port < 0 || *port > 65535) return InvalidArgument("address '{}' has a bad port", address);
+  *host = address.substr(0, colon);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  return Status::Ok();
+}
+
+Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c) {
+  if (c.threads < 1 || c.threads > 256) return InvalidArgument("threads {} out of range", c.threads);
+  if (c.block_tokens < 1 || c.block_tokens > 1024) {
+    return InvalidArgument("block_tokens {} out of range", c.block_tokens);
+  }
+  kv::KvDType dtype;
+  if (c.kv_dtype == "f16") {
+    dtype = kv::KvDType::kF16;
+  } else if (c.kv_dtype == "f32") {
+    dtype = kv::KvDType::kF32;
+  } else {
+    return InvalidArgument("kv dtype '{}' is not f16 or f32", c.kv_dtype);
+  }
+  NodeRuntime r;
+  SG_ASSIGN_OR_RETURN(r.model, model::Model::Load(c.model_path));
+  r.pool = std::make_unique<core::ThreadPool>(c.threads);
+  r.forward = std::make_unique<model::Forward>(*r.model, r.pool.get(),
+                                               model::ForwardOptions{c.max_context});
+  const kv::KvGeometry geometry = r.forward->KvGeometryFor(dtype, c.block_tokens);
+  const std::int64_t blocks =
+      geometry.BlocksFor(c.kv_capacity_tokens) * geometry.n_layers * geometry.n_kv_heads;
+  r.blocks = std::make_unique<kv::BlockPool>(geometry, blocks);
+
+  transfer::EndpointConfig& e = r.endpoint_config;
+  e.name = c.name;
+  e.handshake.model_hash = r.model->fingerprint();
+  e.handshake.geometry = ToTransferGeometry(geometry);
+  e.token = c.token;
+  e.link.gbps = c.link_gbps;
+  e.link.latency = static_cast<core::Nanos>(c.link_latency_ms * core::kNanosPerMilli);
+  SG_ASSIGN_OR_RETURN(r.transport, transfer::MakeTransport(c.transport));
+  return r;
+}
+
+}  // namespace smartgen::node

@@ -1,0 +1,54 @@
+// Configuration shared by the prefill and decode nodes, and the runtime both build from it:
+// the model, compute threads, KV block pool, and the transfer endpoint's settings.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/result.h"
+#include "core/thread_pool.h"
+#include "kv/block_pool.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "transfer/endpoint.h"
+
+namespace smartgen::node {
+
+struct NodeConfig {
+  std::string name;                          // for logs and /internal/info
+  std::string model_path;
+  std::string http_host = "127.0.0.1";       // internal control-plane HTTP
+  int http_port = 0;                         // 0 = ephemeral
+  std::string transfer_address = "127.0.0.1:0";  // decode nodes listen here for KV
+  std::string transport = "tcp";             // tcp | ucx | loopback
+  std::string token = "smartgen";            // node-to-node shared secret
+  double link_gbps = 0;                      // emulated link rate for KV sent (0 = unshaped)
+  double link_latency_ms = 0;                // emulated one-way latency
+  int threads = 2;
+  std::string kv_dtype = "f16";
+  int block_tokens = 16;
+  std::int64_t kv_capacity_tokens = 1 << 17; // KV pool size, in tokens of one sequence
+  std::int64_t max_context = 0;              // 0 = the model's context length
+  int max_batch = 64;                        // decode node: sequences per step
+};
+
+// What a node builds from its config, in dependency order.
+struct NodeRuntime {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<core::ThreadPool> pool;
+  std::unique_ptr<model::Forward> forward;
+  std::unique_ptr<kv::BlockPool> blocks;
+  transfer::EndpointConfig endpoint_config;  // handshake (model hash, geometry), token, link
+  std::shared_ptr<transfer::Transport> transport;
+};
+
+Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& config);
+
+// The transfer engine's view of a KV geometry.
+transfer::KvGeometry ToTransferGeometry(const kv::KvGeometry& g);
+
+// "host:port" split; kInvalidArgument when malformed.
+Status SplitHostPort(const std::string& address, std::string* host, int* port);
+
+}  // namespace smartgen::node

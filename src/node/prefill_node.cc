@@ -1,0 +1,272 @@
+#include "node/prefill_node.h"
+
+#include "core/log.h"
+#include "model/sampler.h"
+#include "node/transfer_metrics.h"
+
+namespace smartgen::node {
+
+using nlohmann::json;
+
+struct PrefillNode::Job {
+  PrefillCall call;
+  core::Nanos enqueued = core::NowNanos();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  bool cancelled = false;
+  Result<PrefillReply> result = Status(StatusCode::kInternal, "not run");
+};
+
+Result<std::unique_ptr<PrefillNode>> PrefillNode::Create(const NodeConfig& config) {
+  SG_ASSIGN_OR_RETURN(NodeRuntime rt, BuildNodeRuntime(config));
+  return std::unique_ptr<PrefillNode>(new PrefillNode(config, std::move(rt)));
+}
+
+PrefillNode::PrefillNode(NodeConfig config, NodeRuntime runtime)
+    : config_(std::move(config)), rt_(std::move(runtime)), store_(rt_.blocks.get()) {
+  prefills_ok_ = &metrics_.GetCounter("smartgen_prefill_requests_total", "Prefills by outcome",
+                                      {{"outcome", "ok"}});
+  prefills_failed_ = &metrics_.GetCounter("smartgen_prefill_requests_total", "Prefills by outcome",
+                                          {{"outcome", "error"}});
+  prompt_tokens_ = &metrics_.GetCounter("smartgen_prefill_prompt_tokens_total", "Prompt tokens computed");
+  bytes_pushed_ = &metrics_.GetCounter("smartgen_prefill_kv_bytes_posted_total",
+                                       "KV block bytes posted for pushing to decode nodes");
+  prefill_seconds_ = &metrics_.GetHistogram("smartgen_prefill_seconds", "Prefill compute time",
+                                            core::LatencyBuckets());
+  queue_depth_ = &metrics_.GetGauge("smartgen_prefill_queue_depth", "Prefills waiting to run");
+}
+
+PrefillNode::~PrefillNode() { Stop(); }
+
+Status PrefillNode::Start() {
+  SG_ASSIGN_OR_RETURN(endpoint_, transfer::Endpoint::Create(rt_.endpoint_config, rt_.transport,
+                                                            &store_, /*sink=*/nullptr));
+  worker_ = std::thread([this] { Worker(); });
+  http_.Post("/internal/prefill", [this](const httplib::Request& q, httplib::Response& s) {
+    HandlePrefill(q, s);
+  });
+  http_.Post("/internal/cancel", [this](const httplib::Request& q, httplib::Response& s) {
+    auto j = ParseJsonText(q.body);
+    if (!j.ok() || !j->contains("request_id") || !(*j)["request_id"].is_number_unsigned()) {
+      return ReplyStatus(s, InvalidArgument("expected {{\"request_id\": n}}"));
+    }
+    const std::uint64_t id = (*j)["request_id"].get<std::uint64_t>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& job : queue_) {
+        if (job->call.request_id == id) job->cancelled = true;
+      }
+    }
+    endpoint_->CancelRequest(id);
+    ReplyJson(s, json::object());
+  });
+  http_.Get("/internal/info", [this](const httplib::Request&, httplib::Response& s) {
+    ReplyJson(s, ToJson(Info()));
+  });
+  http_.Get("/health", [](const httplib::Request&, httplib::Response& s) {
+    s.set_content("ok\n", "text/plain");
+  });
+  http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& s) {
+    s.set_content(MetricsText(), "text/plain; version=0.0.4");
+  });
+  http_.new_task_queue = [] { return new httplib::ThreadPool(256); };
+  http_port_ = config_.http_port == 0 ? http_.bind_to_any_port(config_.http_host)
+                                      : (http_.bind_to_port(config_.http_host, config_.http_port)
+                                             ? config_.http_port
+                                             : -1);
+  if (http_port_ <= 0) {
+    return Unavailable("prefill node: cannot bind HTTP on {}:{}", config_.http_host, config_.http_port);
+  }
+  http_thread_ = std::thread([this] { http_.listen_after_bind(); });
+  SG_LOG_INFO("prefill", "{}: HTTP {}:{}, link {} Gbit/s, model {}", config_.name, config_.http_host,
+              http_port_, config_.link_gbps, rt_.model->config().ToString());
+  return Status::Ok();
+}
+
+void PrefillNode::Stop() {
+  if (http_thread_.joinable()) {
+    http_.stop();
+    http_thread_.join();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  endpoint_.reset();
+}
+
+NodeInfo PrefillNode::Info() const {
+  NodeInfo i;
+  i.role = "prefill";
+  i.name = config_.name;
+  i.model_fingerprint = rt_.model->fingerprint();
+  i.model_name = rt_.model->config().name;
+  i.context_length = rt_.forward->max_context();
+  i.block_tokens = config_.block_tokens;
+  i.kv_dtype = config_.kv_dtype;
+  i.link_gbps = config_.link_gbps;
+  return i;
+}
+
+std::string PrefillNode::MetricsText() const {
+  std::string out = metrics_.Text();
+  core::AppendMetricHeader(&out, "smartgen_prefill_kv_blocks_used", "KV pool blocks in use", "gauge");
+  core::AppendMetricSample(&out, "smartgen_prefill_kv_blocks_used", {},
+                           static_cast<double>(rt_.blocks->used()));
+  if (endpoint_) AppendTransferMetrics(endpoint_->GetMetrics(), &out);
+  return out;
+}
+
+void PrefillNode::HandlePrefill(const httplib::Request& req, httplib::Response& res) {
+  auto body = ParseJsonText(req.body);
+  if (!body.ok()) return ReplyStatus(res, body.status());
+  auto call = ParsePrefillCall(*body);
+  if (!call.ok()) return ReplyStatus(res, call.status());
+  auto job = std::make_shared<Job>();
+  job->call = std::move(*call);
+  const core::Deadline deadline = core::Deadline::After(job->call.timeout_ms * core::kNanosPerMilli);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(job);
+    queue_depth_->Set(static_cast<double>(queue_.size()));
+  }
+  cv_.notify_all();
+  std::unique_lock<std::mutex> lock(job->mu);
+  if (!job->cv.wait_for(lock, std::chrono::nanoseconds(deadline.Remaining()), [&] { return job->done; })) {
+    job->cancelled = true;
+    return ReplyStatus(res, DeadlineExceeded("prefill of request {} timed out", job->call.request_id));
+  }
+  if (!job->result.ok()) return ReplyStatus(res, job->result.status());
+  ReplyJson(res, ToJson(*job->result));
+}
+
+void PrefillNode::Worker() {
+  while (true) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) break;
+      job = queue_.front();
+      queue_.pop_front();
+      queue_depth_->Set(static_cast<double>(queue_.size()));
+    }
+    Result<PrefillReply> result = Status(StatusCode::kCancelled, "cancelled before it ran");
+    if (!job->cancelled) {
+      result = RunPrefill(job->call);
+      if (result.ok()) result->queue_ms = core::ToMillis(core::NowNanos() - job->enqueued) - result->prefill_ms;
+    }
+    {
+      std::lock_guard<std::mutex> lock(job->mu);
+      job->result = std::move(result);
+      job->done = true;
+    }
+    job->cv.notify_all();
+  }
+  // Stopping: fail what is queued.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& job : queue_) {
+    std::lock_guard<std::mutex> jl(job->mu);
+    job->result = Cancelled("the prefill node is stopping");
+    job->done = true;
+    job->cv.notify_all();
+  }
+  queue_.clear();
+}
+
+Result<transfer::PeerId> PrefillNode::PeerFor(const std::string& address, core::Deadline deadline) {
+  std::lock_guard<std::mutex> lock(peers_mu_);
+  auto it = peers_.find(address);
+  if (it != peers_.end() && endpoint_->IsConnected(it->second)) return it->second;
+  SG_ASSIGN_OR_RETURN(transfer::PeerId peer, endpoint_->Connect(address, deadline));
+  peers_[address] = peer;
+  return peer;
+}
+
+Status PrefillNode::PushLayers(transfer::PeerId peer, std::uint64_t request_id, int first_layer,
+                               int end_layer, std::int64_t n_blocks, core::Deadline deadline) {
+  transfer::TransferRequest t;
+  t.direction = transfer::Direction::kPush;
+  t.priority = transfer::Priority::kProactive;
+  t.deadline = deadline;
+  const int n_heads = rt_.model->config().n_kv_heads;
+  for (int l = first_layer; l < end_layer; ++l) {
+    for (int h = 0; h < n_heads; ++h) {
+      t.ranges.push_back({request_id, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(h), 0,
+                          static_cast<std::uint32_t>(n_blocks)});
+    }
+  }
+  SG_ASSIGN_OR_RETURN(transfer::TransferHandle handle, endpoint_->Post(peer, t));
+  endpoint_->Release(handle);  // nobody polls it; the decode node tracks arrival itself
+  bytes_pushed_->Increment(static_cast<double>(t.ranges.size() * n_blocks *
+                                               rt_.blocks->geometry().block_bytes()));
+  return Status::Ok();
+}
+
+Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
+  const core::Deadline deadline = core::Deadline::After(call.timeout_ms * core::kNanosPerMilli);
+  const std::uint64_t id = call.request_id;
+  if (call.mode == TransferMode::kColocated) {
+    return InvalidArgument("colocated requests do not use a prefill node");
+  }
+  if (static_cast<std::int64_t>(call.prompt.size()) >= rt_.forward->max_context()) {
+    return OutOfRange("prompt of {} tokens does not fit the context length {}", call.prompt.size(),
+                      rt_.forward->max_context());
+  }
+  SG_ASSIGN_OR_RETURN(transfer::PeerId peer, PeerFor(call.decode_address, deadline));
+  SG_ASSIGN_OR_RETURN(std::shared_ptr<PrefillKvStore::Entry> entry, store_.Add(id));
+  // The lease keeps the KV until the decode node is done with it (or the lease expires).
+  Status st = endpoint_->HoldLease(id);
+  const std::int64_t n_blocks = rt_.blocks->geometry().BlocksFor(static_cast<std::int64_t>(call.prompt.size()));
+
+  std::vector<float> logits;
+  model::ForwardChunk chunk;
+  chunk.kv = &entry->kv;
+  chunk.tokens = call.prompt;
+  chunk.logits = &logits;
+  Status push_status;
+  chunk.on_layer_kv = [&](int layer, std::int64_t, std::int64_t) {
+    store_.MarkLayerDone(id, layer);
+    if (call.mode == TransferMode::kLayerwise && push_status.ok()) {
+      push_status = PushLayers(peer, id, layer, layer + 1, n_blocks, deadline);
+    }
+  };
+  core::Stopwatch watch;
+  model::ForwardChunk chunks[1] = {chunk};
+  if (st.ok()) st = rt_.forward->Run(chunks);
+  const double prefill_ms = watch.ElapsedMillis();
+  if (st.ok()) st = push_status;
+  if (st.ok() && call.mode != TransferMode::kLayerwise) {
+    st = PushLayers(peer, id, 0, rt_.model->config().n_layers, n_blocks, deadline);
+  }
+  if (!st.ok()) {
+    prefills_failed_->Increment();
+    json failed = {{"request_id", id}, {"message", st.ToString()}};
+    const std::string text = failed.dump();
+    endpoint_->SendControl(peer, static_cast<std::uint32_t>(ControlType::kPrefillFailed),
+                           std::as_bytes(std::span(text.data(), text.size()))).IgnoreError();
+    endpoint_->CancelRequest(id);
+    store_.Remove(id);
+    return st;
+  }
+  model::Sampler sampler(call.sampling, 0);
+  const std::int32_t first = sampler.Sample(logits);
+  const std::string done = ToJson(PrefillDone{id, first, static_cast<std::int64_t>(call.prompt.size())}).dump();
+  SG_RETURN_IF_ERROR(endpoint_->SendControl(peer, static_cast<std::uint32_t>(ControlType::kPrefillDone),
+                                            std::as_bytes(std::span(done.data(), done.size()))));
+  prefills_ok_->Increment();
+  prompt_tokens_->Increment(static_cast<double>(call.prompt.size()));
+  prefill_seconds_->Observe(prefill_ms / 1e3);
+  PrefillReply reply;
+  reply.first_token = first;
+  reply.prefill_ms = prefill_ms;
+  reply.stats = {{"kv_bytes", n_blocks * rt_.blocks->geometry().block_bytes() *
+                                  rt_.model->config().n_layers * rt_.model->config().n_kv_heads},
+                 {"mode", TransferModeName(call.mode)}};
+  return reply;
+}
+
+}  // namespace smartgen::node

@@ -1,0 +1,90 @@
+// PrefillNode: computes prompts and their first token, and ships the KV to the decode node the
+// router chose, over the transfer engine. `smartgen serve prefill` runs one.
+//
+//   POST /internal/prefill  PrefillCall -> PrefillReply (after prefill; the KV may still be in
+//                                          flight: the decode node waits for it)
+//   POST /internal/cancel   {"request_id"}
+//   GET  /internal/info, /health, /metrics
+//
+// Prefills run one at a time in arrival order on the node's compute threads. Per mode:
+//   full      - after the prefill, every block is pushed;
+//   layerwise - each layer's blocks are pushed as soon as that layer is computed;
+// and PrefillDone (the first token) goes to the decode node over the same link. The KV stays
+// under a transfer lease until the decode node finishes the request, cancels it, or the lease
+// expires; then it is freed.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <httplib.h>
+
+#include "core/metrics.h"
+#include "core/result.h"
+#include "node/http_rpc.h"
+#include "node/node_config.h"
+#include "node/prefill_kv_store.h"
+#include "node/protocol.h"
+#include "transfer/endpoint.h"
+
+namespace smartgen::node {
+
+class PrefillNode {
+ public:
+  static Result<std::unique_ptr<PrefillNode>> Create(const NodeConfig& config);
+  ~PrefillNode();
+
+  Status Start();
+  void Stop();
+
+  int http_port() const { return http_port_; }
+  NodeInfo Info() const;
+  const model::Model& model() const { return *rt_.model; }
+  std::string MetricsText() const;
+
+  // Runs one prefill now, on the calling thread (the HTTP handler queues to the worker instead).
+  Result<PrefillReply> RunPrefill(const PrefillCall& call);
+
+ private:
+  struct Job;
+  explicit PrefillNode(NodeConfig config, NodeRuntime runtime);
+
+  void HandlePrefill(const httplib::Request& req, httplib::Response& res);
+  void Worker();
+  // The connected peer at `address`, connecting (or reconnecting) if needed.
+  Result<transfer::PeerId> PeerFor(const std::string& address, core::Deadline deadline);
+  Status PushLayers(transfer::PeerId peer, std::uint64_t request_id, int first_layer,
+                    int end_layer, std::int64_t n_blocks, core::Deadline deadline);
+
+  NodeConfig config_;
+  NodeRuntime rt_;
+  PrefillKvStore store_;
+  std::unique_ptr<transfer::Endpoint> endpoint_;
+  httplib::Server http_;
+  std::thread http_thread_;
+  int http_port_ = 0;
+
+  std::mutex peers_mu_;
+  std::map<std::string, transfer::PeerId> peers_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stop_ = false;
+  std::thread worker_;
+
+  core::MetricsRegistry metrics_;
+  core::Counter* prefills_ok_;
+  core::Counter* prefills_failed_;
+  core::Counter* prompt_tokens_;
+  core::Counter* bytes_pushed_;
+  core::Histogram* prefill_seconds_;
+  core::Gauge* queue_depth_;
+};
+
+}  // namespace smartgen::node

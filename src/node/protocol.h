@@ -1,0 +1,117 @@
+// The node control plane: what the router and the nodes say to each other.
+//
+// Router -> node calls are HTTP POSTs with JSON bodies on the node's internal port:
+//   GET  /internal/info     -> NodeInfo
+//   POST /internal/prefill  PrefillCall -> PrefillReply            (prefill node)
+//   POST /internal/decode   DecodeCall  -> NDJSON DecodeEvent stream (decode node)
+//   POST /internal/cancel   {"request_id": n}                       (both)
+// Prefill node -> decode node messages ride the KV link as transfer control messages
+// (ControlType), so they are ordered with the link and need no second channel.
+//
+// Every parser validates types and ranges and returns kInvalidArgument naming the field.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "model/sampler.h"
+#include "node/transfer_mode.h"
+
+namespace smartgen::node {
+
+struct NodeInfo {
+  std::string role;              // "prefill" | "decode"
+  std::string name;
+  std::string transfer_address;  // decode nodes: where prefill nodes connect for KV
+  std::uint64_t model_fingerprint = 0;
+  std::string model_name;
+  std::int64_t context_length = 0;
+  int block_tokens = 16;
+  std::string kv_dtype;
+  double link_gbps = 0;          // configured emulated link rate (0 = unshaped)
+};
+
+struct PrefillCall {
+  std::uint64_t request_id = 0;
+  std::vector<std::int32_t> prompt;
+  model::SamplingParams sampling;
+  TransferMode mode = TransferMode::kLayerwise;
+  std::string decode_address;    // the decode node's transfer address
+  std::int64_t timeout_ms = 60000;
+  nlohmann::json options;        // mode-specific options (e.g. SmartGen budgets); may be null
+};
+
+struct PrefillReply {
+  std::int32_t first_token = -1;
+  double prefill_ms = 0;         // compute time of the prefill
+  double queue_ms = 0;           // time waiting for the prefill worker
+  nlohmann::json stats;          // transfer figures of the prefill side
+};
+
+struct DecodeCall {
+  std::uint64_t request_id = 0;
+  std::vector<std::int32_t> prompt;
+  int max_tokens = 16;
+  model::SamplingParams sampling;
+  TransferMode mode = TransferMode::kLayerwise;
+  bool stop_at_eog = true;
+  std::int64_t timeout_ms = 60000;
+  nlohmann::json options;
+};
+
+// One line of a decode stream.
+struct DecodeEvent {
+  enum class Kind { kAccepted, kToken, kDone, kError } kind = Kind::kAccepted;
+  int index = 0;                 // kToken: position in the output (0 = first token)
+  std::int32_t token = -1;       // kToken
+  std::string finish_reason;     // kDone: "length" | "stop" | "cancelled"
+  nlohmann::json stats;          // kDone
+  StatusCode code = StatusCode::kOk;  // kError
+  std::string message;                // kError
+
+  static DecodeEvent Accepted();
+  static DecodeEvent Token(int index, std::int32_t token);
+  static DecodeEvent Done(std::string finish_reason, nlohmann::json stats);
+  static DecodeEvent Error(const Status& status);
+};
+
+// Transfer control message types (prefill node -> decode node).
+enum class ControlType : std::uint32_t {
+  kPrefillDone = 1,    // PrefillDone as JSON
+  kPrefillFailed = 2,  // {"request_id", "code", "message"}
+};
+
+struct PrefillDone {
+  std::uint64_t request_id = 0;
+  std::int32_t first_token = -1;
+  std::int64_t n_prompt = 0;
+};
+
+nlohmann::json ToJson(const NodeInfo& v);
+nlohmann::json ToJson(const PrefillCall& v);
+nlohmann::json ToJson(const PrefillReply& v);
+nlohmann::json ToJson(const DecodeCall& v);
+nlohmann::json ToJson(const DecodeEvent& v);
+nlohmann::json ToJson(const PrefillDone& v);
+nlohmann::json ToJson(const model::SamplingParams& v);
+
+Result<NodeInfo> ParseNodeInfo(const nlohmann::json& j);
+Result<PrefillCall> ParsePrefillCall(const nlohmann::json& j);
+Result<PrefillReply> ParsePrefillReply(const nlohmann::json& j);
+Result<DecodeCall> ParseDecodeCall(const nlohmann::json& j);
+Result<DecodeEvent> ParseDecodeEvent(const nlohmann::json& j);
+Result<PrefillDone> ParsePrefillDone(const nlohmann::json& j);
+Result<model::SamplingParams> ParseSamplingParams(const nlohmann::json& j);
+
+// Parses text as JSON without throwing: kInvalidArgument with the parser's message.
+Result<nlohmann::json> ParseJsonText(std::string_view text);
+
+// A Status carried as {"code": "UNAVAILABLE", "message": "..."} and back.
+nlohmann::json StatusToJson(const Status& s);
+Status StatusFromJson(const nlohmann::json& j);
+
+}  // namespace smartgen::node
