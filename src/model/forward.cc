@@ -157,6 +157,10 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
     });
     StoreKv(chunks, l);
     for (std::size_t i = 0; i < chunks.size(); ++i) {
+      if (chunks[i].on_layer_q) {
+        chunks[i].on_layer_q(l, q_.data() + chunk_first_row_[i] * c.q_dim(),
+                             static_cast<std::int64_t>(chunks[i].tokens.size()));
+      }
       if (chunks[i].on_layer_kv) {
         chunks[i].on_layer_kv(l, chunk_first_pos_[i], static_cast<std::int64_t>(chunks[i].tokens.size()));
       }

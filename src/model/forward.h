@@ -7,6 +7,7 @@
 // Hooks, per chunk:
 //   on_layer_kv - called during the pass as soon as a layer's new K/V rows are in the cache
 //                 (the prefill node pushes that layer's blocks from here, layer-wise);
+//   on_layer_q  - called with the layer's post-RoPE queries of the chunk (SnapKV-style scores);
 //   attention   - replaces dense attention for a single-token chunk (the decode node attends
 //                 over the blocks it holds and fetches the rest: SmartGen's on-demand path).
 //
@@ -28,6 +29,9 @@ namespace smartgen::model {
 
 // Called after layer `layer`'s K/V for positions [first_pos, first_pos + n_tokens) are stored.
 using LayerKvHook = std::function<void(int layer, std::int64_t first_pos, std::int64_t n_tokens)>;
+// Called with layer `layer`'s post-RoPE queries of the chunk: q [n_tokens][n_heads * head_dim]
+// (valid only during the call). The proactive path scores blocks with the last prompt queries.
+using LayerQueryHook = std::function<void(int layer, const float* q, std::int64_t n_tokens)>;
 
 class AttentionOverride {
  public:
@@ -43,6 +47,7 @@ struct ForwardChunk {
   bool all_logits = false;               // logits for every token, else for the last only
   std::vector<float>* logits = nullptr;  // out: [rows][n_vocab]; nullptr = no logits
   LayerKvHook on_layer_kv;
+  LayerQueryHook on_layer_q;
   AttentionOverride* attention = nullptr;  // single-token chunks only
 };
 

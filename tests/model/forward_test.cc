@@ -133,10 +133,17 @@ TEST_P(ForwardTest, F16CacheStaysCloseToF32) {
 TEST_P(ForwardTest, LayerHookSeesEveryLayerInOrderWithItsRows) {
   kv::SequenceKv seq(blocks_.get());
   const auto tokens = Tokens(20, 4);
-  std::vector<int> layers;
+  std::vector<int> layers, q_layers;
   ForwardChunk c;
   c.kv = &seq;
   c.tokens = tokens;
+  c.on_layer_q = [&](int layer, const float* q, std::int64_t n) {
+    q_layers.push_back(layer);
+    EXPECT_EQ(n, 20);
+    float norm = 0;
+    for (int d = 0; d < model_->config().q_dim(); ++d) norm += q[19 * model_->config().q_dim() + d] * q[d];
+    EXPECT_NE(norm, 0.0f);
+  };
   c.on_layer_kv = [&](int layer, std::int64_t first, std::int64_t n) {
     layers.push_back(layer);
     EXPECT_EQ(first, 0);
@@ -152,6 +159,7 @@ TEST_P(ForwardTest, LayerHookSeesEveryLayerInOrderWithItsRows) {
   std::vector<int> want(model_->config().n_layers);
   std::iota(want.begin(), want.end(), 0);
   EXPECT_EQ(layers, want);
+  EXPECT_EQ(q_layers, want);
 }
 
 // Attends over every block, split into two halves merged by LSE: must equal dense attention.
