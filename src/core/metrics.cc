@@ -1,11 +1,11 @@
 #include "core/metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace smartgen::core {
 namespace {
@@ -52,8 +52,8 @@ std::string LabelText(const MetricLabels& labels) {
   return text;
 }
 
-void AppendSampleWithLabelText(std::string* out, std::string_view name,
-                               std::string_view label_text, double value) {
+void AppendSampleWithLabelText(std::string* out, std::string_view name, std::string_view label_text,
+                               double value) {
   *out += name;
   if (!label_text.empty()) {
     out->push_back('{');
@@ -130,8 +130,8 @@ std::vector<double> LinearBuckets(double start, double width, int count) {
 }
 
 std::vector<double> LatencyBuckets() {
-  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-          1.0,   2.5,    5.0,   10.0, 20.0,  30.0, 60.0};
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
+          0.5,   1.0,    2.5,   5.0,  10.0,  20.0, 30.0, 60.0};
 }
 
 // A family: one name, one type, its series keyed by label text.
@@ -165,8 +165,8 @@ MetricsRegistry::Family& MetricsRegistry::GetFamily(std::string_view name, std::
     MisuseAbort(fmt::format("metric '{}' is a {}, not a {}", name, kTypeNames[family.type],
                             kTypeNames[type]));
   }
-  if (type == kHistogram && !std::equal(bounds.begin(), bounds.end(), family.bounds.begin(),
-                                        family.bounds.end())) {
+  if (type == kHistogram &&
+      !std::equal(bounds.begin(), bounds.end(), family.bounds.begin(), family.bounds.end())) {
     MisuseAbort(fmt::format("histogram '{}' requested with another bucket layout", name));
   }
   return family;
@@ -200,7 +200,8 @@ Histogram& MetricsRegistry::GetHistogram(std::string_view name, std::string_view
   Family& family = GetFamily(name, help, kHistogram, upper_bounds);
   auto& slot = family.histograms[LabelText(labels)];
   if (!slot) {
-    slot = std::make_unique<Histogram>(std::vector<double>(upper_bounds.begin(), upper_bounds.end()));
+    slot =
+        std::make_unique<Histogram>(std::vector<double>(upper_bounds.begin(), upper_bounds.end()));
   }
   return *slot;
 }
@@ -221,8 +222,7 @@ void MetricsRegistry::AppendText(std::string* out) const {
       const std::string prefix = labels.empty() ? std::string() : labels + ",";
       for (std::size_t i = 0; i < s.cumulative.size(); ++i) {
         const double le = i < s.upper_bounds.size() ? s.upper_bounds[i] : INFINITY;
-        AppendSampleWithLabelText(out, bucket_name,
-                                  prefix + "le=\"" + FormatMetricValue(le) + "\"",
+        AppendSampleWithLabelText(out, bucket_name, prefix + "le=\"" + FormatMetricValue(le) + "\"",
                                   static_cast<double>(s.cumulative[i]));
       }
       AppendSampleWithLabelText(out, name + "_sum", labels, s.sum);

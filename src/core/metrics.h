@@ -70,8 +70,8 @@ class Gauge {
 class Histogram {
  public:
   struct Snapshot {
-    std::vector<double> upper_bounds;           // as constructed, without +Inf
-    std::vector<std::uint64_t> cumulative;      // [upper_bounds.size() + 1]; last = count
+    std::vector<double> upper_bounds;       // as constructed, without +Inf
+    std::vector<std::uint64_t> cumulative;  // [upper_bounds.size() + 1]; last = count
     double sum = 0;
     std::uint64_t count = 0;
   };

@@ -60,8 +60,8 @@ TEST(Metrics, TextExpositionFormat) {
   r.GetCounter("req_total", "Requests.\nBy outcome", {{"outcome", "ok"}}).Increment(3);
   r.GetCounter("req_total", "", {{"outcome", "a\"b\\c\nd"}}).Increment();
   r.GetGauge("in_flight", "In flight").Set(2);
-  Histogram& h = r.GetHistogram("lat_seconds", "Latency", std::vector<double>{0.1, 1},
-                                {{"route", "x"}});
+  Histogram& h =
+      r.GetHistogram("lat_seconds", "Latency", std::vector<double>{0.1, 1}, {{"route", "x"}});
   h.Observe(0.0625);
   h.Observe(0.5);
   h.Observe(3);

@@ -1,0 +1,127 @@
+// CompletionSession: one admitted completion request, from the backend's tokens to the bytes
+// the client receives. It knows nothing of HTTP sockets: the caller gives it a write function.
+//
+// Start() runs CompletionBackend::Generate on a thread of its own. Tokens arrive through a
+// queue, so the backend never waits for a slow client; the caller's thread consumes them:
+// decodes each token's text (TextStream: stop sequences, whole UTF-8 characters), measures
+// TTFT / TTST / TBT as it emits them, and either collects one JSON response (Collect) or writes
+// SSE events as they come (Stream).
+//
+//   session.Start();
+//   Status first = session.AwaitFirstToken();   // not OK: answer with an HTTP error
+//   stream ? session.Stream(write) : session.Collect();
+//
+// Cancellation: a stop sequence, a failed write (client gone), the deadline, and Cancel()
+// (server shutdown) all make the backend's next on_token return false; the session then waits
+// for Generate to return, as the backend contract promises it will soon.
+//
+// Thread-safety: Cancel() may be called from any thread; the other methods from one thread.
+// The destructor cancels and joins the generation thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "server/completion_backend.h"
+#include "server/openai_response.h"
+#include "server/server_metrics.h"
+#include "server/text_stream.h"
+
+namespace smartgen::server {
+
+struct SessionSetup {
+  ResponseHeader header;
+  std::int64_t prompt_tokens = 0;
+  std::vector<std::string> stop;
+  bool include_usage = false;
+  bool return_token_ids = false;
+  core::Nanos arrival = 0;  // steady-clock time the request arrived (TTFT, e2e)
+  // A stream with nothing to send for this long gets an SSE comment, which also finds out
+  // whether the client is still there.
+  core::Nanos keepalive_interval = core::Seconds(10);
+};
+
+// Writes bytes to the client; false when the client is gone.
+using ByteWriter = std::function<bool(std::string_view bytes)>;
+
+class CompletionSession {
+ public:
+  // `backend` and `metrics` outlive the session. request.deadline bounds every wait.
+  CompletionSession(CompletionBackend* backend, GenerationRequest request, SessionSetup setup,
+                    ServerMetrics* metrics);
+  ~CompletionSession();
+  CompletionSession(const CompletionSession&) = delete;
+  CompletionSession& operator=(const CompletionSession&) = delete;
+
+  void Start();
+
+  // Blocks until the first token exists or generation ended. An error when it ended without a
+  // token: the backend's failure, kDeadlineExceeded, or the Cancel() reason.
+  Status AwaitFirstToken();
+
+  // Non-streaming: waits for the end; the response body, or the error that ended the request.
+  Result<nlohmann::json> Collect();
+
+  // Streaming: writes the SSE events (chunks, usage, [DONE]; an error event if generation
+  // failed midway) until the end or until `write` fails. Returns the outcome as an HTTP status
+  // for metrics: 200, 499 (client gone) or the error's status.
+  int Stream(const ByteWriter& write);
+
+  // Cancels the generation with `reason` (e.g. kUnavailable at shutdown). Thread-safe.
+  void Cancel(Status reason);
+
+ private:
+  enum class Wake { kTokens, kDone, kDeadline, kIdle };
+
+  bool OnToken(std::int32_t token);  // backend thread
+  Wake WaitForTokens(std::vector<std::int32_t>* batch, core::Nanos idle);
+  // Takes one token into the output; false when it is past the end (stop, EOG, max_tokens).
+  bool Consume(std::int32_t token);
+  // After generation ended: the request's status (OK when the output is complete).
+  Status FinalStatus();
+  std::string FinishReason() const;
+  nlohmann::json SmartgenStats() const;
+  Usage usage() const { return {setup_.prompt_tokens, completion_tokens_}; }
+
+  CompletionBackend* backend_;
+  const GenerationRequest request_;
+  const SessionSetup setup_;
+  ServerMetrics* metrics_;
+  const tokenizer::Tokenizer& tokenizer_;
+  std::thread thread_;
+
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::int32_t> queue_;                  // guarded by mu_
+  bool done_ = false;                               // guarded by mu_
+  std::optional<Result<GenerationResult>> result_;  // guarded by mu_; set with done_
+  Status cancel_reason_;                            // guarded by mu_; first reason wins
+
+  // Consumer state (the caller's thread).
+  TextStream text_;
+  std::vector<std::int32_t> tokens_;
+  std::int64_t completion_tokens_ = 0;
+  bool complete_ = false;  // stop sequence, EOG or max_tokens reached: output is final
+  bool stop_hit_ = false;
+  bool eog_ = false;
+  core::Nanos first_token_at_ = 0;
+  core::Nanos last_token_at_ = 0;
+  double ttst_ms_ = -1;
+  double tbt_sum_ms_ = 0;
+  std::int64_t tbt_count_ = 0;
+};
+
+}  // namespace smartgen::server

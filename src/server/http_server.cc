@@ -1,0 +1,426 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <ctime>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_set>
+
+#include "core/log.h"
+#include "core/metrics.h"
+#include "server/api_error.h"
+#include "server/auth.h"
+#include "server/completion_session.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/server_metrics.h"
+
+namespace smartgen::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kJson = "application/json";
+
+void Reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(DumpJson(body), kJson);
+}
+
+void ReplyError(httplib::Response& res, const ApiError& error) {
+  Reply(res, error.http_status, ApiErrorJson(error));
+}
+
+std::optional<Endpoint> EndpointForPath(const std::string& path) {
+  if (path == "/v1/completions") return Endpoint::kCompletions;
+  if (path == "/v1/chat/completions") return Endpoint::kChatCompletions;
+  return std::nullopt;
+}
+
+std::uint64_t SplitMix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::string HttpServerOptions::ToString() const {
+  return fmt::format(
+      "host={} port={} api_key={} max_body_bytes={} max_concurrent={} request_timeout_s={} "
+      "threads={} keep_alive_timeout_s={} default_max_tokens={} served_model_name={} "
+      "sse_keepalive_s={}",
+      host, port, api_key.empty() ? "(none)" : "(set)", max_body_bytes, max_concurrent,
+      core::ToSeconds(request_timeout), threads, keep_alive_timeout_s, default_max_tokens,
+      served_model_name.empty() ? "(backend)" : served_model_name, core::ToSeconds(sse_keepalive));
+}
+
+struct HttpServer::Impl {
+  Impl(CompletionBackend* b, HttpServerOptions o)
+      : backend(b), options(std::move(o)), metrics(&registry) {
+    std::random_device rd;
+    seed_base = (std::uint64_t{rd()} << 32) ^ rd();
+  }
+
+  // One admitted generation: holds its concurrency slot and its place in `sessions` until
+  // the response is finished (for a stream: when httplib drops the content provider).
+  struct Admission {
+    Admission(Impl* i, Endpoint e) : impl(i), endpoint(e) {}
+    Admission(const Admission&) = delete;
+    Admission& operator=(const Admission&) = delete;
+
+    Impl* impl;
+    Endpoint endpoint;
+    std::shared_ptr<CompletionSession> session;
+    bool counted = false;
+
+    ~Admission() {
+      if (session) {
+        std::lock_guard<std::mutex> lock(impl->sessions_mu);
+        impl->sessions.erase(session.get());
+      }
+      session.reset();  // cancels and joins the generation thread
+      if (!counted) impl->metrics.CountRequest(endpoint, 499);
+      impl->metrics.in_flight.Decrement();
+      impl->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    void Count(int http_status) {
+      impl->metrics.CountRequest(endpoint, http_status);
+      counted = true;
+    }
+  };
+
+  void Routes();
+  void HandleCompletion(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  // Validated request -> prompt ids and limits; an ApiError on failure.
+  std::optional<ApiError> Prepare(const CompletionRequest& r, GenerationRequest* g);
+  std::string NewId(Endpoint endpoint) {
+    const std::uint64_t n = next_id.fetch_add(1, std::memory_order_relaxed);
+    return fmt::format("{}-{:016x}", endpoint == Endpoint::kChatCompletions ? "chatcmpl" : "cmpl",
+                       SplitMix64(seed_base ^ n));
+  }
+  std::string Text() const {
+    std::string out;
+    registry.AppendText(&out);
+    backend->AppendMetrics(&out);
+    return out;
+  }
+  std::string ModelName() const {
+    return options.served_model_name.empty() ? backend->model_name() : options.served_model_name;
+  }
+
+  CompletionBackend* backend;
+  HttpServerOptions options;
+  core::MetricsRegistry registry;
+  ServerMetrics metrics;
+  httplib::Server http;
+  std::thread listener;
+  int bound_port = 0;
+  int listen_fd = -1;
+  bool started = false;
+  std::atomic<bool> stopping{false};
+  std::atomic<int> in_flight{0};
+  std::atomic<std::uint64_t> next_id{0};
+  std::atomic<std::uint64_t> next_seed{0};
+  std::uint64_t seed_base = 0;
+  std::int64_t created = std::time(nullptr);
+
+  std::mutex sessions_mu;
+  std::unordered_set<CompletionSession*> sessions;
+};
+
+std::optional<ApiError> HttpServer::Impl::Prepare(const CompletionRequest& r,
+                                                  GenerationRequest* g) {
+  const tokenizer::Tokenizer& tok = backend->tokenizer();
+  const char* prompt_field = "prompt";
+  if (r.endpoint == Endpoint::kChatCompletions) {
+    prompt_field = "messages";
+    Result<std::string> text = tok.ApplyChatTemplate(r.messages, /*add_generation_prompt=*/true);
+    if (!text.ok()) {
+      return MakeApiError(500, fmt::format("the model's chat template cannot be applied: {}",
+                                           text.status().message()));
+    }
+    g->prompt = tok.Encode(*text, /*add_special=*/true, /*parse_special=*/true);
+  } else if (r.prompt_is_tokens) {
+    for (std::int32_t id : r.prompt_tokens) {
+      if (id >= tok.n_vocab()) {
+        return MakeApiError(400,
+                            fmt::format("token id {} in 'prompt' is not in the vocabulary "
+                                        "({} tokens)",
+                                        id, tok.n_vocab()),
+                            "", "prompt");
+      }
+    }
+    g->prompt = r.prompt_tokens;
+  } else {
+    g->prompt = tok.Encode(r.prompt_text, /*add_special=*/true, /*parse_special=*/true);
+  }
+  if (g->prompt.empty()) return MakeApiError(400, "the prompt is empty", "", prompt_field);
+
+  const std::int64_t ctx = backend->context_length();
+  const auto n_prompt = static_cast<std::int64_t>(g->prompt.size());
+  std::int64_t max_tokens = r.max_tokens.value_or(r.endpoint == Endpoint::kChatCompletions
+                                                      ? std::max<std::int64_t>(ctx - n_prompt, 1)
+                                                      : options.default_max_tokens);
+  if (n_prompt + max_tokens > ctx) {
+    const bool prompt_alone_too_long = n_prompt >= ctx;
+    return MakeApiError(
+        400,
+        fmt::format("This model's maximum context length is {} tokens. However, you requested "
+                    "{} tokens ({} in the {}, {} in the completion). Please reduce the length "
+                    "of the {} or completion.",
+                    ctx, n_prompt + max_tokens, n_prompt, prompt_field, max_tokens, prompt_field),
+        "context_length_exceeded",
+        prompt_alone_too_long || !r.max_tokens ? prompt_field : "max_tokens");
+  }
+  g->max_tokens = static_cast<int>(max_tokens);
+  g->sampling = r.sampling;
+  if (!r.seed_given) {
+    g->sampling.seed = SplitMix64(~seed_base ^ next_seed.fetch_add(1, std::memory_order_relaxed));
+  }
+  g->transfer_mode = r.transfer_mode;
+  g->extension = r.extension;
+  return std::nullopt;
+}
+
+void HttpServer::Impl::HandleCompletion(const httplib::Request& req, httplib::Response& res,
+                                        Endpoint endpoint) {
+  const core::Nanos arrival = core::NowNanos();
+  auto fail = [&](const ApiError& error) {
+    metrics.CountRequest(endpoint, error.http_status);
+    ReplyError(res, error);
+  };
+  if (stopping.load()) return fail(MakeApiError(503, "the server is shutting down"));
+
+  std::string param;
+  Result<CompletionRequest> parsed = ParseCompletionRequest(req.body, endpoint, &param);
+  if (!parsed.ok()) return fail(ApiErrorFromStatus(parsed.status(), param));
+  const CompletionRequest& r = *parsed;
+  if (!r.model.empty() && r.model != ModelName()) {
+    return fail(MakeApiError(404,
+                             fmt::format("The model '{}' does not exist; this server "
+                                         "serves '{}'",
+                                         r.model, ModelName()),
+                             "model_not_found", "model"));
+  }
+  GenerationRequest g;
+  if (std::optional<ApiError> error = Prepare(r, &g)) return fail(*error);
+
+  // Admission: a slot of max_concurrent, held until the response is finished.
+  if (in_flight.fetch_add(1, std::memory_order_acq_rel) >= options.max_concurrent) {
+    in_flight.fetch_sub(1, std::memory_order_acq_rel);
+    return fail(MakeApiError(429,
+                             fmt::format("the server is busy ({} requests in flight); retry "
+                                         "later",
+                                         options.max_concurrent),
+                             "rate_limit_exceeded"));
+  }
+  metrics.in_flight.Increment();
+  auto admission = std::make_shared<Admission>(this, endpoint);
+
+  g.request_id = NewId(endpoint);
+  g.deadline = core::Deadline::After(options.request_timeout);
+  metrics.prompt_tokens.Increment(static_cast<double>(g.prompt.size()));
+  SessionSetup setup;
+  setup.header = {endpoint, g.request_id, static_cast<std::int64_t>(std::time(nullptr)),
+                  ModelName()};
+  setup.prompt_tokens = static_cast<std::int64_t>(g.prompt.size());
+  setup.stop = r.stop;
+  setup.include_usage = r.include_usage;
+  setup.return_token_ids = r.return_token_ids;
+  setup.arrival = arrival;
+  setup.keepalive_interval = options.sse_keepalive;
+  admission->session =
+      std::make_shared<CompletionSession>(backend, std::move(g), std::move(setup), &metrics);
+  CompletionSession* session = admission->session.get();
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu);
+    sessions.insert(session);
+  }
+  if (stopping.load()) session->Cancel(Unavailable("the server is shutting down"));
+  session->Start();
+
+  if (Status first = session->AwaitFirstToken(); !first.ok()) {
+    const ApiError error = ApiErrorFromStatus(first);
+    admission->Count(error.http_status);
+    return ReplyError(res, error);
+  }
+  if (!r.stream) {
+    Result<json> body = session->Collect();
+    if (!body.ok()) {
+      const ApiError error = ApiErrorFromStatus(body.status());
+      admission->Count(error.http_status);
+      return ReplyError(res, error);
+    }
+    admission->Count(200);
+    return Reply(res, 200, *body);
+  }
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream", [admission](std::size_t, httplib::DataSink& sink) {
+        if (!admission->counted) {  // httplib may call again after a failed write
+          const int outcome = admission->session->Stream(
+              [&sink](std::string_view bytes) { return sink.write(bytes.data(), bytes.size()); });
+          admission->Count(outcome);
+        }
+        sink.done();
+        return true;
+      });
+}
+
+void HttpServer::Impl::Routes() {
+  // Authentication before the body is read, for every /v1/ route.
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options.api_key.empty() || req.path.rfind("/v1/", 0) != 0) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const Status auth = CheckBearerToken(req.get_header_value("Authorization"), options.api_key);
+    if (auth.ok()) return httplib::Server::HandlerResponse::Unhandled;
+    if (auto endpoint = EndpointForPath(req.path)) metrics.CountRequest(*endpoint, 401);
+    ReplyError(res, ApiErrorFromStatus(auth));
+    res.set_header("WWW-Authenticate", "Bearer");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleCompletion(req, res, Endpoint::kCompletions);
+  });
+  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleCompletion(req, res, Endpoint::kChatCompletions);
+  });
+  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, ModelList(ModelName(), created, backend->context_length()));
+  });
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    const Status health =
+        stopping.load() ? Unavailable("the server is shutting down") : backend->Health();
+    if (health.ok()) return Reply(res, 200, json{{"status", "ok"}});
+    ApiError error = ApiErrorFromStatus(health);
+    error.http_status = 503;
+    ReplyError(res, error);
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(Text(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  // Errors httplib produces itself (no route, body too large, bad request line) get an
+  // OpenAI error body too; responses our handlers built already keep theirs.
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string message =
+            fmt::format("{} {} failed with HTTP {}", req.method, req.path, res.status);
+        std::string code;
+        if (res.status == 404) {
+          message = fmt::format("unknown route: {} {}", req.method, req.path);
+          code = "unknown_route";
+        } else if (res.status == 413) {
+          message = fmt::format("the request body is larger than the limit of {} bytes",
+                                options.max_body_bytes);
+          code = "request_too_large";
+        }
+        if (res.status == 413) {
+          if (auto endpoint = EndpointForPath(req.path)) metrics.CountRequest(*endpoint, 413);
+        }
+        ReplyError(res, MakeApiError(res.status, std::move(message), std::move(code)));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        SG_LOG_ERROR("server", "handler failed: {}", what);
+        ReplyError(res, MakeApiError(500, "internal server error: " + what));
+      });
+}
+
+HttpServer::HttpServer(CompletionBackend* backend, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(backend, std::move(options))) {}
+
+HttpServer::~HttpServer() {
+  Stop();
+}
+
+Status HttpServer::Start() {
+  Impl& s = *impl_;
+  if (s.started) return FailedPrecondition("the server was started already");
+  const HttpServerOptions& o = s.options;
+  if (o.port < 0 || o.port > 65535) return InvalidArgument("port {} is out of range", o.port);
+  if (o.max_concurrent < 1) return InvalidArgument("max_concurrent must be at least 1");
+  if (o.max_body_bytes < 1) return InvalidArgument("max_body_bytes must be at least 1");
+  if (o.request_timeout <= 0) return InvalidArgument("request_timeout must be positive");
+  if (o.threads < 0 || o.keep_alive_timeout_s < 1 || o.default_max_tokens < 1) {
+    return InvalidArgument("threads, keep_alive_timeout_s or default_max_tokens out of range");
+  }
+  const int threads = o.threads > 0 ? o.threads : o.max_concurrent + 8;
+  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.http.set_payload_max_length(o.max_body_bytes);
+  s.http.set_keep_alive_timeout(o.keep_alive_timeout_s);
+  s.http.set_tcp_nodelay(true);  // one small write per token: no Nagle delay
+  s.http.set_socket_options([&s](socket_t sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    s.listen_fd = sock;
+  });
+  s.Routes();
+
+  if (o.port == 0) {
+    s.bound_port = s.http.bind_to_any_port(o.host);
+  } else {
+    s.bound_port = s.http.bind_to_port(o.host, o.port) ? o.port : -1;
+  }
+  if (s.bound_port <= 0) {
+    s.bound_port = 0;
+    return Unavailable("cannot listen on {}:{} (address in use or not local?)", o.host, o.port);
+  }
+  // httplib listens with a backlog of 5; a burst of clients needs more.
+  if (s.listen_fd >= 0) ::listen(s.listen_fd, SOMAXCONN);
+  s.started = true;
+  s.listener = std::thread([&s] { s.http.listen_after_bind(); });
+  const core::Deadline ready = core::Deadline::After(core::Seconds(10));
+  while (!s.http.is_running() && !ready.Expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  SG_LOG_INFO("server", "listening on http://{}:{} ({})", o.host, s.bound_port, o.ToString());
+  return Status::Ok();
+}
+
+void HttpServer::Stop() {
+  Impl& s = *impl_;
+  if (!s.started || s.stopping.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(s.sessions_mu);
+    for (CompletionSession* session : s.sessions) {
+      session->Cancel(Unavailable("the server is shutting down"));
+    }
+  }
+  s.http.stop();
+  if (s.listener.joinable()) s.listener.join();  // joins the worker pool too
+  SG_LOG_INFO("server", "stopped listening on port {}", s.bound_port);
+}
+
+int HttpServer::port() const {
+  return impl_->bound_port;
+}
+
+const HttpServerOptions& HttpServer::options() const {
+  return impl_->options;
+}
+
+std::string HttpServer::MetricsText() const {
+  return impl_->Text();
+}
+
+}  // namespace smartgen::server

@@ -1,0 +1,58 @@
+// ModelBackend: a CompletionBackend that runs the engine in this process with
+// model::Generate, one request at a time (others wait for the engine, up to their deadline).
+// It is the `colocated` reference: the simplest correct backend, used by the server tests and
+// for serving a model without the disaggregated nodes. It does no batching; the node layer's
+// backends do.
+//
+// Transfer modes: "" and "colocated" only; any other mode is kUnimplemented (HTTP 400).
+// Stats returned per request: mode, n_prompt, n_generated, queue_ms, prefill_ms, decode_ms.
+//
+// Thread-safety: Generate() may be called from many threads; they are serialised.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/result.h"
+#include "core/thread_pool.h"
+#include "kv/block_pool.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "server/completion_backend.h"
+
+namespace smartgen::server {
+
+struct ModelBackendOptions {
+  int threads = 2;  // compute threads
+  kv::KvDType kv_dtype = kv::KvDType::kF16;
+  int block_tokens = 16;
+  std::int64_t context_length = 0;  // 0 = the model's training context
+  std::string model_name;           // "" = the GGUF file name without .gguf
+};
+
+class ModelBackend final : public CompletionBackend {
+ public:
+  // Loads the GGUF model at `path`; errors as model::Model::Load.
+  static Result<std::unique_ptr<ModelBackend>> Load(const std::string& path,
+                                                    const ModelBackendOptions& options);
+
+  const tokenizer::Tokenizer& tokenizer() const override { return model_->tokenizer(); }
+  std::string model_name() const override { return name_; }
+  std::int64_t context_length() const override { return forward_->max_context(); }
+  Result<GenerationResult> Generate(const GenerationRequest& request,
+                                    const TokenSink& on_token) override;
+
+ private:
+  ModelBackend() = default;
+
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<core::ThreadPool> pool_;
+  std::unique_ptr<model::Forward> forward_;
+  std::unique_ptr<kv::BlockPool> blocks_;
+  std::string name_;
+  std::timed_mutex engine_mu_;  // one generation at a time
+};
+
+}  // namespace smartgen::server

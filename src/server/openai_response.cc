@@ -1,0 +1,97 @@
+#include "server/openai_response.h"
+
+namespace smartgen::server {
+namespace {
+
+using nlohmann::json;
+
+bool IsChat(const ResponseHeader& h) {
+  return h.endpoint == Endpoint::kChatCompletions;
+}
+
+json Base(const ResponseHeader& h, bool chunk) {
+  const char* object =
+      IsChat(h) ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+  return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+}
+
+json FinishReason(std::string_view finish_reason) {
+  return finish_reason.empty() ? json(nullptr) : json(std::string(finish_reason));
+}
+
+}  // namespace
+
+json UsageJson(const Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+}
+
+json CompletionResponse(const ResponseHeader& header, std::string_view text,
+                        std::string_view finish_reason, const Usage& usage, const json& smartgen) {
+  json r = Base(header, /*chunk=*/false);
+  json choice;
+  if (IsChat(header)) {
+    choice = {{"index", 0},
+              {"message", {{"role", "assistant"}, {"content", std::string(text)}}},
+              {"logprobs", nullptr},
+              {"finish_reason", FinishReason(finish_reason)}};
+  } else {
+    choice = {{"text", std::string(text)},
+              {"index", 0},
+              {"logprobs", nullptr},
+              {"finish_reason", FinishReason(finish_reason)}};
+  }
+  r["choices"] = json::array({std::move(choice)});
+  r["usage"] = UsageJson(usage);
+  if (!smartgen.is_null()) r["smartgen"] = smartgen;
+  return r;
+}
+
+json ChoiceChunk(const ResponseHeader& header, std::string_view text,
+                 std::string_view finish_reason, bool role_chunk, bool with_null_usage) {
+  json r = Base(header, /*chunk=*/true);
+  json choice;
+  if (IsChat(header)) {
+    json delta = json::object();
+    if (role_chunk) {
+      delta = {{"role", "assistant"}, {"content", std::string(text)}};
+    } else if (!text.empty() || finish_reason.empty()) {
+      delta = {{"content", std::string(text)}};
+    }
+    choice = {{"index", 0},
+              {"delta", std::move(delta)},
+              {"logprobs", nullptr},
+              {"finish_reason", FinishReason(finish_reason)}};
+  } else {
+    choice = {{"text", std::string(text)},
+              {"index", 0},
+              {"logprobs", nullptr},
+              {"finish_reason", FinishReason(finish_reason)}};
+  }
+  r["choices"] = json::array({std::move(choice)});
+  if (with_null_usage) r["usage"] = nullptr;
+  return r;
+}
+
+json UsageChunk(const ResponseHeader& header, const Usage& usage) {
+  json r = Base(header, /*chunk=*/true);
+  r["choices"] = json::array();
+  r["usage"] = UsageJson(usage);
+  return r;
+}
+
+json ModelList(std::string_view model, std::int64_t created, std::int64_t context_length) {
+  return {{"object", "list"},
+          {"data", json::array({{{"id", std::string(model)},
+                                 {"object", "model"},
+                                 {"created", created},
+                                 {"owned_by", "smartgen"},
+                                 {"max_model_len", context_length}}})}};
+}
+
+std::string DumpJson(const json& value) {
+  return value.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
+}
+
+}  // namespace smartgen::server
