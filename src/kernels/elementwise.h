@@ -16,7 +16,8 @@ void SwiGlu(const float* gate, const float* up, std::int64_t n, float* out);
 void SwiGluReference(const float* gate, const float* up, std::int64_t n, float* out);
 
 // In-place softmax over n values (max-subtracted, f32 exp, double sum); returns the
-// log-sum-exp of the input.
+// log-sum-exp of the input. -inf inputs become 0; if every input is -inf (or n == 0) the
+// values become 0 and -inf is returned.
 float Softmax(float* x, std::int64_t n);
 float SoftmaxReference(float* x, std::int64_t n);
 

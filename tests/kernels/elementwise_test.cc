@@ -112,3 +112,19 @@ TEST(AddInPlace, EveryIsaAdds) {
 
 }  // namespace
 }  // namespace smartgen::kernels
+
+namespace smartgen::kernels {
+namespace {
+
+TEST(Softmax, AllMinusInfGivesZerosAndMinusInf) {
+  for (const auto* table : testing::AvailableTables()) {
+    for (std::int64_t n : {1, 5, 40}) {
+      std::vector<float> x(n, -INFINITY);
+      EXPECT_EQ(table->softmax(x.data(), n), -INFINITY) << internal::IsaName(table->isa);
+      for (float v : x) EXPECT_EQ(v, 0.0f);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smartgen::kernels
