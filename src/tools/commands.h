@@ -15,8 +15,10 @@ int ReportStatus(const char* command, const Status& status);
 // Top-level subcommands.
 void RegisterMakeModel(CLI::App& app);
 void RegisterRun(CLI::App& app);
+void RegisterServe(CLI::App& app);
 
 // `smartgen bench <what>` subcommands.
 void RegisterBenchEngine(CLI::App& bench);
+void RegisterBenchTransfer(CLI::App& bench);
 
 }  // namespace smartgen::tools

@@ -1,0 +1,194 @@
+// `smartgen serve prefill|decode|router|local`: the processes of a deployment.
+//   prefill - computes prompts and pushes their KV to decode nodes
+//   decode  - receives KV, decodes with continuous batching
+//   router  - the OpenAI-compatible HTTP front over pools of prefill and decode nodes
+//   local   - the HTTP front over the engine in this one process (no disaggregation)
+// Each runs until SIGINT or SIGTERM, and prints its whole configuration at start-up.
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/log.h"
+#include "node/decode_node.h"
+#include "node/prefill_node.h"
+#include "node/router.h"
+#include "server/http_server.h"
+#include "server/model_backend.h"
+#include "tools/commands.h"
+#include "tools/router_backend.h"
+
+namespace smartgen::tools {
+namespace {
+
+// Blocks until SIGINT or SIGTERM.
+void WaitForSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  int sig = 0;
+  sigwait(&set, &sig);
+  SG_LOG_INFO("serve", "signal {}: shutting down", sig);
+}
+
+// Signals go to sigwait, not to a default handler, in every thread started after this.
+void BlockSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) {
+  c.name = default_name;
+  cmd.add_option("--model,-m", c.model_path, "GGUF model file")->required();
+  cmd.add_option("--name", c.name, "node name (logs, /internal/info)")->capture_default_str();
+  cmd.add_option("--host", c.http_host, "control-plane HTTP host")->capture_default_str();
+  cmd.add_option("--port", c.http_port, "control-plane HTTP port (0 = any)")->capture_default_str();
+  cmd.add_option("--transport", c.transport, "KV transport: tcp, ucx")->capture_default_str();
+  cmd.add_option("--token", c.token, "node-to-node shared secret")->capture_default_str();
+  cmd.add_option("--link-gbps", c.link_gbps, "emulated link rate for KV sent (0 = unshaped)")
+      ->capture_default_str();
+  cmd.add_option("--link-latency-ms", c.link_latency_ms, "emulated one-way link latency")
+      ->capture_default_str();
+  cmd.add_option("--threads,-t", c.threads, "compute threads")->capture_default_str();
+  cmd.add_option("--kv-dtype", c.kv_dtype, "KV cache type: f16 or f32")->capture_default_str();
+  cmd.add_option("--block-tokens", c.block_tokens, "tokens per KV block")->capture_default_str();
+  cmd.add_option("--kv-capacity-tokens", c.kv_capacity_tokens, "KV pool size in tokens")
+      ->capture_default_str();
+  cmd.add_option("--ctx", c.max_context, "context length (0 = the model's)")->capture_default_str();
+}
+
+std::string Describe(const node::NodeConfig& c) {
+  return fmt::format(
+      "name={} model={} http={}:{} transfer={} transport={} link_gbps={} link_latency_ms={} "
+      "threads={} kv_dtype={} block_tokens={} kv_capacity_tokens={} ctx={} max_batch={}",
+      c.name, c.model_path, c.http_host, c.http_port, c.transfer_address, c.transport,
+      c.link_gbps, c.link_latency_ms, c.threads, c.kv_dtype, c.block_tokens,
+      c.kv_capacity_tokens, c.max_context, c.max_batch);
+}
+
+template <typename NodeT>
+Status ServeNode(const node::NodeConfig& config, const char* role) {
+  BlockSignals();
+  SG_LOG_INFO("serve", "{} node: {}", role, Describe(config));
+  SG_ASSIGN_OR_RETURN(std::unique_ptr<NodeT> n, NodeT::Create(config));
+  SG_RETURN_IF_ERROR(n->Start());
+  // A line a parent process can wait for.
+  std::printf("%s node ready: http port %d\n", role, n->http_port());
+  std::fflush(stdout);
+  WaitForSignal();
+  n->Stop();
+  return Status::Ok();
+}
+
+struct RouterOptions {
+  node::RouterConfig router;
+  std::string default_mode = "layerwise";
+  server::HttpServerOptions http;
+};
+
+void AddHttpFlags(CLI::App& cmd, server::HttpServerOptions& h) {
+  h.port = 8000;
+  cmd.add_option("--host", h.host, "HTTP host (loopback by default)")->capture_default_str();
+  cmd.add_option("--port", h.port, "HTTP port (0 = any)")->capture_default_str();
+  cmd.add_option("--api-key", h.api_key, "require Authorization: Bearer <key>");
+  cmd.add_option("--max-concurrent", h.max_concurrent, "generations at once; more get 429")
+      ->capture_default_str();
+  cmd.add_option("--max-body-bytes", h.max_body_bytes, "largest request body")->capture_default_str();
+}
+
+Status ServeHttp(server::CompletionBackend* backend, const server::HttpServerOptions& options) {
+  server::HttpServer http(backend, options);
+  SG_RETURN_IF_ERROR(http.Start());
+  SG_LOG_INFO("serve", "HTTP: {}", options.ToString());
+  std::printf("router ready: http port %d\n", http.port());
+  std::fflush(stdout);
+  WaitForSignal();
+  http.Stop();
+  return Status::Ok();
+}
+
+Status ServeRouter(RouterOptions o) {
+  BlockSignals();
+  SG_ASSIGN_OR_RETURN(o.router.default_mode, node::ParseTransferMode(o.default_mode));
+  SG_LOG_INFO("serve", "router: model={} prefill=[{}] decode=[{}] default_mode={}",
+              o.router.model_path, fmt::join(o.router.prefill_nodes, ","),
+              fmt::join(o.router.decode_nodes, ","), o.default_mode);
+  SG_ASSIGN_OR_RETURN(std::unique_ptr<node::Router> router, node::Router::Create(o.router));
+  RouterBackend backend(std::move(router));
+  return ServeHttp(&backend, o.http);
+}
+
+struct LocalOptions {
+  std::string model_path;
+  server::ModelBackendOptions backend;
+  std::string kv_dtype = "f16";
+  server::HttpServerOptions http;
+};
+
+Status ServeLocal(LocalOptions o) {
+  BlockSignals();
+  o.backend.kv_dtype = o.kv_dtype == "f32" ? kv::KvDType::kF32 : kv::KvDType::kF16;
+  SG_ASSIGN_OR_RETURN(std::unique_ptr<server::ModelBackend> backend,
+                      server::ModelBackend::Load(o.model_path, o.backend));
+  return ServeHttp(backend.get(), o.http);
+}
+
+}  // namespace
+
+void RegisterServe(CLI::App& app) {
+  CLI::App* serve = app.add_subcommand("serve", "run a node, the router, or a local server");
+  serve->require_subcommand(1);
+
+  auto prefill = std::make_shared<node::NodeConfig>();
+  CLI::App* p = serve->add_subcommand("prefill", "a prefill node");
+  AddNodeFlags(*p, *prefill, "prefill");
+  p->callback([prefill] {
+    if (int rc = ReportStatus("serve prefill", ServeNode<node::PrefillNode>(*prefill, "prefill"))) {
+      throw CLI::RuntimeError(rc);
+    }
+  });
+
+  auto decode = std::make_shared<node::NodeConfig>();
+  CLI::App* d = serve->add_subcommand("decode", "a decode node");
+  AddNodeFlags(*d, *decode, "decode");
+  d->add_option("--transfer", decode->transfer_address, "KV listen address host:port")
+      ->capture_default_str();
+  d->add_option("--max-batch", decode->max_batch, "sequences per decode step")->capture_default_str();
+  d->callback([decode] {
+    if (int rc = ReportStatus("serve decode", ServeNode<node::DecodeNode>(*decode, "decode"))) {
+      throw CLI::RuntimeError(rc);
+    }
+  });
+
+  auto router = std::make_shared<RouterOptions>();
+  CLI::App* r = serve->add_subcommand("router", "the OpenAI-compatible front over the nodes");
+  r->add_option("--model,-m", router->router.model_path, "GGUF model file (tokenizer)")->required();
+  r->add_option("--prefill", router->router.prefill_nodes, "prefill node addresses host:port")
+      ->delimiter(',');
+  r->add_option("--decode", router->router.decode_nodes, "decode node addresses host:port")
+      ->delimiter(',')
+      ->required();
+  r->add_option("--default-mode", router->default_mode,
+                "transfer mode when a request names none")->capture_default_str();
+  AddHttpFlags(*r, router->http);
+  r->callback([router] {
+    if (int rc = ReportStatus("serve router", ServeRouter(*router))) throw CLI::RuntimeError(rc);
+  });
+
+  auto local = std::make_shared<LocalOptions>();
+  CLI::App* l = serve->add_subcommand("local", "the HTTP front over the engine in this process");
+  l->add_option("--model,-m", local->model_path, "GGUF model file")->required();
+  l->add_option("--threads,-t", local->backend.threads, "compute threads")->capture_default_str();
+  l->add_option("--kv-dtype", local->kv_dtype, "KV cache type: f16 or f32")->capture_default_str();
+  AddHttpFlags(*l, local->http);
+  l->callback([local] {
+    if (int rc = ReportStatus("serve local", ServeLocal(*local))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace smartgen::tools

@@ -1,0 +1,28 @@
+#include "tools/router_backend.h"
+
+namespace smartgen::tools {
+
+std::string RouterBackend::model_name() const {
+  const std::string& name = router_->model().config().name;
+  return name.empty() ? "smartgen" : name;
+}
+
+Result<server::GenerationResult> RouterBackend::Generate(const server::GenerationRequest& request,
+                                                         const server::TokenSink& on_token) {
+  node::RouteRequest rq;
+  rq.prompt = request.prompt;
+  rq.max_tokens = request.max_tokens;
+  rq.sampling = request.sampling;
+  rq.mode = request.transfer_mode;
+  if (request.extension.is_object() && request.extension.contains("options")) {
+    rq.options = request.extension["options"];
+  }
+  rq.deadline = request.deadline;
+  SG_ASSIGN_OR_RETURN(node::RouteResult r, router_->Generate(rq, on_token));
+  server::GenerationResult out;
+  out.finish_reason = std::move(r.finish_reason);
+  out.stats = std::move(r.stats);
+  return out;
+}
+
+}  // namespace smartgen::tools
