@@ -86,6 +86,7 @@ std::shared_ptr<DecodeKvStore::Entry> DecodeKvStore::FindWriting(std::uint64_t r
 void DecodeKvStore::OnBlockReady(const transfer::BlockKey& key) {
   if (auto e = FindWriting(key.request_id)) {
     e->residency.MarkPresent(key.layer, key.kv_head, key.block);
+    e->blocks_received.fetch_add(1, std::memory_order_relaxed);
     e->pending_writes.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

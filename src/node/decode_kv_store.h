@@ -36,6 +36,7 @@ class DecodeKvStore final : public transfer::BlockSink {
     std::int64_t n_prompt;
     std::uint64_t request_id;
     std::atomic<int> pending_writes{0};
+    std::atomic<std::uint64_t> blocks_received{0};  // verified copies written (duplicates too)
   };
 
   explicit DecodeKvStore(kv::BlockPool* pool) : pool_(pool) {}

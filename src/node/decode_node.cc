@@ -252,6 +252,8 @@ void DecodeNode::Finish(const std::shared_ptr<Request>& r, const Status& status,
     std::lock_guard<std::mutex> lock(r->mu);
     stats["mode"] = TransferModeName(r->call.mode);
     stats["fallback"] = r->fallback;
+    stats["kv_bytes_received"] =
+        r->entry ? r->entry->blocks_received.load() * rt_.blocks->geometry().block_bytes() : 0;
     if (r->prefill_done_at) stats["prefill_done_ms"] = core::ToMillis(r->prefill_done_at - r->start);
     if (r->kv_ready_at) {
       stats["kv_ready_ms"] = core::ToMillis(r->kv_ready_at - r->start);

@@ -17,10 +17,11 @@ namespace {
 // Delivers tokens to the client in output order, exactly once, whichever node sent them.
 class OrderedDelivery {
  public:
-  OrderedDelivery(const std::function<bool(std::int32_t)>& sink, core::Nanos start)
-      : sink_(sink), start_(start) {}
+  OrderedDelivery(const std::function<bool(std::int32_t)>& sink, core::Nanos start, int max_tokens)
+      : sink_(sink), start_(start), max_tokens_(max_tokens) {}
 
-  // False once the client has gone (the sink said stop).
+  // False once the client has gone (the sink said stop). A sink that says stop at the last
+  // token of the request is not a cancellation: the request is complete.
   bool Push(int index, std::int32_t token) {
     std::lock_guard<std::mutex> lock(mu_);
     if (cancelled_) return false;
@@ -32,7 +33,7 @@ class OrderedDelivery {
       const core::Nanos now = core::NowNanos();
       if (next_ < 2) times_[next_] = now - start_;
       ++next_;
-      if (!sink_(t)) {
+      if (!sink_(t) && next_ < max_tokens_) {
         cancelled_ = true;
         return false;
       }
@@ -56,6 +57,7 @@ class OrderedDelivery {
  private:
   const std::function<bool(std::int32_t)>& sink_;
   const core::Nanos start_;
+  const int max_tokens_;
   mutable std::mutex mu_;
   int next_ = 0;
   std::map<int, std::int32_t> pending_;
@@ -178,7 +180,7 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq,
     }
   } in_flight{d, p};
 
-  OrderedDelivery delivery(on_token, start);
+  OrderedDelivery delivery(on_token, start, rq.max_tokens);
   DecodeCall call;
   call.request_id = id;
   call.prompt = rq.prompt;

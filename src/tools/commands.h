@@ -16,9 +16,11 @@ int ReportStatus(const char* command, const Status& status);
 void RegisterMakeModel(CLI::App& app);
 void RegisterRun(CLI::App& app);
 void RegisterServe(CLI::App& app);
+void RegisterDemo(CLI::App& app);
 
 // `smartgen bench <what>` subcommands.
 void RegisterBenchEngine(CLI::App& bench);
+void RegisterBenchTtst(CLI::App& bench);
 void RegisterBenchTransfer(CLI::App& bench);
 
 }  // namespace smartgen::tools

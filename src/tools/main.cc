@@ -37,9 +37,11 @@ int main(int argc, char** argv) {
   tools::RegisterMakeModel(app);
   tools::RegisterRun(app);
   tools::RegisterServe(app);
+  tools::RegisterDemo(app);
   CLI::App* bench = app.add_subcommand("bench", "benchmarks (print JSON with --json)");
   bench->require_subcommand(1);
   tools::RegisterBenchEngine(*bench);
+  tools::RegisterBenchTtst(*bench);
   tools::RegisterBenchTransfer(*bench);
 
   try {

@@ -14,8 +14,15 @@ Result<server::GenerationResult> RouterBackend::Generate(const server::Generatio
   rq.max_tokens = request.max_tokens;
   rq.sampling = request.sampling;
   rq.mode = request.transfer_mode;
-  if (request.extension.is_object() && request.extension.contains("options")) {
-    rq.options = request.extension["options"];
+  if (request.extension.is_object()) {
+    const nlohmann::json& ext = request.extension;
+    if (ext.contains("options")) rq.options = ext["options"];
+    if (ext.contains("ignore_eos")) {
+      if (!ext["ignore_eos"].is_boolean()) {
+        return InvalidArgument("smartgen.ignore_eos must be a boolean");
+      }
+      rq.stop_at_eog = !ext["ignore_eos"].get<bool>();
+    }
   }
   rq.deadline = request.deadline;
   SG_ASSIGN_OR_RETURN(node::RouteResult r, router_->Generate(rq, on_token));

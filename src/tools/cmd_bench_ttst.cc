@@ -1,0 +1,38 @@
+// `smartgen bench ttst`: see ttst_bench.h.
+#include <memory>
+
+#include "tools/commands.h"
+#include "tools/ttst_bench.h"
+
+namespace smartgen::tools {
+
+void RegisterBenchTtst(CLI::App& bench) {
+  auto o = std::make_shared<TtstBenchOptions>();
+  CLI::App* cmd = bench.add_subcommand("ttst", "TTFT/TTST per transfer mode through a local deployment");
+  cmd->add_option("--model,-m", o->cluster.model_path, "GGUF model file")->required();
+  cmd->add_option("--modes", o->modes, "transfer modes")->delimiter(',')->capture_default_str();
+  cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt lengths")->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--output-tokens", o->output_tokens, "tokens generated per request")
+      ->capture_default_str();
+  cmd->add_option("--link-gbps", o->link_gbps, "link rates in Gbit/s (0 = unshaped)")->delimiter(',');
+  cmd->add_option("--ratio", o->ratios, "transfer ratios R (link rate from measured prefill)")
+      ->delimiter(',');
+  cmd->add_option("--reps", o->reps, "repetitions per point")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "prompt seed")->capture_default_str();
+  cmd->add_option("--threads", o->cluster.prefill_threads, "threads per node")->capture_default_str();
+  cmd->add_option("--kv-dtype", o->cluster.kv_dtype, "KV cache type")->capture_default_str();
+  cmd->add_option("--transport", o->cluster.transport, "KV transport: tcp, ucx")->capture_default_str();
+  cmd->add_option("--options", o->options_json, "mode options as JSON (e.g. SmartGen budgets)");
+  cmd->add_option("--plot", o->plot, "PNG plot of TTST against R / link rate ('' = none)")
+      ->capture_default_str();
+  cmd->add_option("--data", o->data_out, "where to write the records (JSONL)")->capture_default_str();
+  cmd->add_flag("--json", o->json_out, "one JSON object per record on stdout");
+  cmd->callback([o] {
+    o->cluster.decode_threads = o->cluster.prefill_threads;
+    o->cluster.log_dir = "out/logs";
+    if (int rc = ReportStatus("bench ttst", RunTtstBench(*o))) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace smartgen::tools

@@ -1,0 +1,44 @@
+// LocalCluster: a whole deployment on this machine as separate processes - prefill node(s),
+// decode node(s) and the router - over an emulated link, for `bench ttst` and `demo`.
+// Stops every process on destruction.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "tools/child_process.h"
+
+namespace smartgen::tools {
+
+struct LocalClusterOptions {
+  std::string model_path;
+  double link_gbps = 0;          // emulated prefill->decode link (0 = unshaped)
+  double link_latency_ms = 0;
+  int prefill_threads = 2;
+  int decode_threads = 2;
+  std::string kv_dtype = "f16";
+  int block_tokens = 16;
+  std::string transport = "tcp";
+  std::string default_mode = "layerwise";
+  std::string log_dir = "out/logs";
+  std::vector<std::string> extra_node_args;  // appended to both nodes' command lines
+};
+
+class LocalCluster {
+ public:
+  static Result<LocalCluster> Start(const LocalClusterOptions& options);
+  int router_port() const { return router_port_; }
+  void Stop();
+
+  // POST /v1/completions with `body`; the parsed response (errors as Status).
+  Result<nlohmann::json> Complete(const nlohmann::json& body, int timeout_s = 600) const;
+
+ private:
+  std::vector<ChildProcess> processes_;  // stopped in reverse order
+  int router_port_ = 0;
+};
+
+}  // namespace smartgen::tools
