@@ -223,6 +223,7 @@ int CompletionSession::Stream(const ByteWriter& write) {
     if (wake == Wake::kDone) break;
     if (wake == Wake::kDeadline) Cancel(DeadlineExceeded("the request ran past its deadline"));
     if (wake == Wake::kIdle) send(SseComment("keep-alive"));
+    if (client_gone) continue;  // nobody to deliver to: wait for the backend to stop
     for (std::int32_t t : batch) {
       if (!Consume(t)) continue;
       const std::string delta = text_.TakeDelta();

@@ -18,7 +18,10 @@
 // (code context_length_exceeded); more than max_concurrent generations at once get 429; a
 // `model` naming another model gets 404 (code model_not_found); every request has a deadline
 // (504); malformed JSON and wrong field types get 400 naming the field. Errors are OpenAI
-// error objects. A client that disconnects mid-stream cancels its generation.
+// error objects. A streaming client that disconnects cancels its generation at the next
+// token (or SSE keep-alive comment) the server fails to write; a non-streaming request runs to
+// its end or its deadline. Streaming requests answer with an HTTP error status when they fail
+// before their first token, and with an error event (then [DONE]) when they fail later.
 //
 // Thread-safety: Start() and Stop() from one owning thread; requests are served on an
 // internal pool of `threads` threads (one per open connection; a streaming request holds its

@@ -49,13 +49,26 @@ Result<GenerationResult> ModelBackend::Generate(const GenerationRequest& request
                       request.prompt.size(), request.max_tokens, context_length());
   }
   core::Stopwatch queue_watch;
-  std::unique_lock<std::timed_mutex> lock(engine_mu_, std::defer_lock);
-  const auto until =
-      std::chrono::steady_clock::now() + std::chrono::nanoseconds(request.deadline.Remaining());
-  if (!lock.try_lock_until(until)) {
-    return DeadlineExceeded("request {} waited past its deadline for the engine",
-                            request.request_id);
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::nanoseconds(request.deadline.Remaining());
+    if (!idle_cv_.wait_until(lock, until, [&] { return !busy_; })) {
+      return DeadlineExceeded("request {} waited past its deadline for the engine",
+                              request.request_id);
+    }
+    busy_ = true;
   }
+  struct Release {
+    ModelBackend* self;
+    ~Release() {
+      {
+        std::lock_guard<std::mutex> lock(self->mu_);
+        self->busy_ = false;
+      }
+      self->idle_cv_.notify_one();
+    }
+  } release{this};
   const double queue_ms = queue_watch.ElapsedMillis();
 
   bool cancelled = false, expired = false;

@@ -10,6 +10,7 @@
 // Thread-safety: Generate() may be called from many threads; they are serialised.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -52,7 +53,10 @@ class ModelBackend final : public CompletionBackend {
   std::unique_ptr<model::Forward> forward_;
   std::unique_ptr<kv::BlockPool> blocks_;
   std::string name_;
-  std::timed_mutex engine_mu_;  // one generation at a time
+  // One generation at a time: busy_ is the engine's owner flag, waited for with a deadline.
+  std::mutex mu_;
+  std::condition_variable idle_cv_;
+  bool busy_ = false;  // guarded by mu_
 };
 
 }  // namespace smartgen::server
