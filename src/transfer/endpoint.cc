@@ -111,8 +111,9 @@ Result<PeerId> Endpoint::Core::Connect(std::string_view address, Deadline deadli
 
 void Endpoint::Core::Disconnect(PeerId peer) {
   Lock lock(mu_);
-  Session* s = FindSessionLocked(peer);
-  if (s == nullptr || s->down) return;
+  auto it = sessions_.find(peer.value);
+  if (it == sessions_.end() || it->second->down) return;
+  const std::shared_ptr<Session> s = it->second;  // the housekeeper may reap it while we wait
   SayGoodbyeLocked(*s);
   const Deadline limit = Deadline::After(core::Millis(500));
   while (!s->down && !s->goodbye_sent && !limit.Expired()) {

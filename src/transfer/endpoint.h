@@ -46,7 +46,7 @@ namespace smartgen::transfer {
 // An emulated link: every byte sent goes through a token bucket (rate_limiter.h).
 struct LinkConfig {
   double gbps = 0;                // 0 = unshaped
-  std::uint64_t bucket_bytes = 0; // 0 = max(64 KiB, 2 ms at the rate)
+  std::uint64_t bucket_bytes = 0; // 0 = max(64 KiB, 5 ms at the rate); frames are <= 1/4 of it
   core::Nanos latency = 0;        // one-way delay added to every received frame
 };
 

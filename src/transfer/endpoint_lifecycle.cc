@@ -31,12 +31,13 @@ Endpoint::Core::Core(EndpointConfig config, std::shared_ptr<Transport> transport
       callbacks_(std::move(callbacks)),
       block_bytes_(config_.handshake.geometry.block_bytes()),
       leases_(config_.lease_ttl, std::max(config_.retention, 2 * config_.lease_ttl)) {
-  // A frame is at most max_frame_bytes, at most one bucket on a shaped link (so the limiter
-  // never lets more than a bucket through at once), and within the transport's gather limit.
+  // A frame is at most max_frame_bytes, at most a quarter bucket on a shaped link (tokens that
+  // pile up while the sender wakes late are then not lost, and an urgent frame waits less),
+  // and within the transport's gather limit.
   std::size_t cap = std::max<std::size_t>(config_.max_frame_bytes, block_bytes_);
   if (config_.link.gbps > 0) {
     const RateLimiter probe(config_.link.gbps * 1e9, config_.link.bucket_bytes);
-    cap = std::min<std::size_t>(cap, probe.burst_bytes() - kFrameHeaderBytes);
+    cap = std::min<std::size_t>(cap, probe.burst_bytes() / 4 - kFrameHeaderBytes);
   }
   cap = std::min<std::size_t>(cap, kMaxFramePayload);
   std::size_t blocks = std::max<std::size_t>(1, cap / block_bytes_);

@@ -3,8 +3,8 @@
 #include <bit>
 #include <cstring>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <xxhash.h>  // libxxhash: optimised even in debug builds
 
 namespace smartgen::transfer {
 namespace {

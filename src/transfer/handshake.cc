@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <xxhash.h>  // libxxhash: optimised even in debug builds
 
 #include "core/clock.h"
 #include "transfer/frame_io.h"

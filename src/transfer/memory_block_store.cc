@@ -86,6 +86,15 @@ void MemoryBlockStore::RemoveRequest(std::uint64_t request_id) {
   requests_.erase(request_id);
 }
 
+void MemoryBlockStore::ResetPresence(std::uint64_t request_id) {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return;
+  const std::size_t blocks =
+      std::size_t{geometry_.n_layers} * geometry_.n_kv_heads * it->second->n_blocks;
+  for (std::size_t i = 0; i < blocks; ++i) it->second->present[i].store(0);
+}
+
 void MemoryBlockStore::SetAvailableLayers(std::uint64_t request_id, std::uint32_t n_layers) {
   std::shared_lock<std::shared_mutex> lock(mu_);
   auto it = requests_.find(request_id);

@@ -32,6 +32,8 @@ class MemoryBlockStore final : public BlockSource, public BlockSink {
   // the id exists.
   Status AddRequest(std::uint64_t request_id, std::uint32_t n_blocks, bool fill);
   void RemoveRequest(std::uint64_t request_id);
+  // Marks every block of the request absent again (its bytes stay), e.g. to repeat a transfer.
+  void ResetPresence(std::uint64_t request_id);
   // Reads of layers >= n_layers answer kUnavailable ("prefill has not got there yet").
   void SetAvailableLayers(std::uint64_t request_id, std::uint32_t n_layers);
 

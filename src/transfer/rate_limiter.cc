@@ -7,8 +7,8 @@ namespace smartgen::transfer {
 namespace {
 
 std::uint64_t DefaultBurst(double bytes_per_second) {
-  const double two_ms = bytes_per_second * 0.002;
-  return std::max<std::uint64_t>(RateLimiter::kMinBurstBytes, static_cast<std::uint64_t>(two_ms));
+  const double five_ms = bytes_per_second * 0.005;
+  return std::max<std::uint64_t>(RateLimiter::kMinBurstBytes, static_cast<std::uint64_t>(five_ms));
 }
 
 }  // namespace

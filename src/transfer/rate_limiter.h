@@ -19,7 +19,8 @@ namespace smartgen::transfer {
 class RateLimiter {
  public:
   // `bits_per_second` <= 0 means unlimited. `burst_bytes` 0 picks the default bucket:
-  // max(64 KiB, 2 ms at the rate).
+  // max(64 KiB, 5 ms at the rate). A sender that reserves at most a quarter bucket at a time
+  // loses no rate to wake-ups up to 3/4 of that late.
   explicit RateLimiter(double bits_per_second, std::uint64_t burst_bytes = 0,
                        const core::Clock& clock = core::SteadyClock());
 

@@ -27,7 +27,9 @@ class UcxListener final : public Listener {
   Result<std::unique_ptr<Connection>> Accept(Deadline deadline) override {
     if (wake_.signalled()) return Cancelled("listener shut down");
     SG_ASSIGN_OR_RETURN(UniqueFd fd, TcpAccept(socket_.get(), wake_.fd(), deadline));
-    const Deadline exchange = Earlier(deadline, Deadline::After(kBootstrapTimeout));
+    // The accept deadline bounds the wait for a connection; the address exchange that follows
+    // gets its own bound (a slow peer must not be cut off by a short accept poll).
+    const Deadline exchange = Deadline::After(kBootstrapTimeout);
     SG_ASSIGN_OR_RETURN(auto connection, UcxConnection::Create(context_, std::move(fd), exchange,
                                                                peer_error_handling_));
     return std::unique_ptr<Connection>(std::move(connection));
