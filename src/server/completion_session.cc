@@ -201,7 +201,13 @@ Result<json> CompletionSession::Collect() {
   return body;
 }
 
-int CompletionSession::Stream(const ByteWriter& write) {
+int CompletionSession::Stream(const ByteWriter& write, const std::function<void(int)>& on_end) {
+  // Reports the outcome before the final [DONE], so that a client that has read the whole
+  // stream finds it in the metrics.
+  auto end = [&](int outcome) {
+    if (on_end) on_end(outcome);
+    return outcome;
+  };
   bool client_gone = false;
   auto send = [&](const std::string& bytes) {
     if (client_gone) return;
@@ -230,13 +236,14 @@ int CompletionSession::Stream(const ByteWriter& write) {
       if (!delta.empty()) send_chunk(delta);
     }
   }
-  if (client_gone) return 499;
+  if (client_gone) return end(499);
 
   const Status status = FinalStatus();
   if (!status.ok()) {
     // Headers (200) are gone already: report the error in the stream, as vLLM does.
     const ApiError error = ApiErrorFromStatus(status);
     send(SseEvent(DumpJson(ApiErrorJson(error))));
+    end(error.http_status);
     send(SseEvent(kSseDone));
     return error.http_status;
   }
@@ -253,10 +260,11 @@ int CompletionSession::Stream(const ByteWriter& write) {
     finish["smartgen"] = std::move(stats);
     send(SseEvent(DumpJson(finish)));
   }
-  send(SseEvent(kSseDone));
-  if (client_gone) return 499;
+  if (client_gone) return end(499);
   metrics_->e2e.Observe(core::ToSeconds(core::NowNanos() - setup_.arrival));
-  return 200;
+  end(200);
+  send(SseEvent(kSseDone));
+  return client_gone ? 499 : 200;
 }
 
 }  // namespace smartgen::server

@@ -76,8 +76,9 @@ class CompletionSession {
 
   // Streaming: writes the SSE events (chunks, usage, [DONE]; an error event if generation
   // failed midway) until the end or until `write` fails. Returns the outcome as an HTTP status
-  // for metrics: 200, 499 (client gone) or the error's status.
-  int Stream(const ByteWriter& write);
+  // for metrics: 200, 499 (client gone) or the error's status; `on_end` (optional) gets it
+  // once generation is over and before the final [DONE] is written.
+  int Stream(const ByteWriter& write, const std::function<void(int outcome)>& on_end = nullptr);
 
   // Cancels the generation with `reason` (e.g. kUnavailable at shutdown). Thread-safe.
   void Cancel(Status reason);

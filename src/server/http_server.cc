@@ -69,31 +69,33 @@ struct HttpServer::Impl {
   }
 
   // One admitted generation: holds its concurrency slot and its place in `sessions` until
-  // the response is finished (for a stream: when httplib drops the content provider).
+  // Finish(), which counts the outcome (a stream calls it before its final [DONE]; otherwise
+  // the destructor does, when the response is finished or dropped).
   struct Admission {
     Admission(Impl* i, Endpoint e) : impl(i), endpoint(e) {}
     Admission(const Admission&) = delete;
     Admission& operator=(const Admission&) = delete;
-
-    Impl* impl;
-    Endpoint endpoint;
-    std::shared_ptr<CompletionSession> session;
-    bool counted = false;
-
     ~Admission() {
+      Finish(499);      // never finished: the client went away first
+      session.reset();  // cancels and joins the generation thread
+    }
+
+    void Finish(int http_status) {
+      if (finished) return;
+      finished = true;
+      impl->metrics.CountRequest(endpoint, http_status);
       if (session) {
         std::lock_guard<std::mutex> lock(impl->sessions_mu);
         impl->sessions.erase(session.get());
       }
-      session.reset();  // cancels and joins the generation thread
-      if (!counted) impl->metrics.CountRequest(endpoint, 499);
       impl->metrics.in_flight.Decrement();
       impl->in_flight.fetch_sub(1, std::memory_order_acq_rel);
     }
-    void Count(int http_status) {
-      impl->metrics.CountRequest(endpoint, http_status);
-      counted = true;
-    }
+
+    Impl* impl;
+    Endpoint endpoint;
+    std::shared_ptr<CompletionSession> session;
+    bool finished = false;
   };
 
   void Routes();
@@ -248,17 +250,17 @@ void HttpServer::Impl::HandleCompletion(const httplib::Request& req, httplib::Re
 
   if (Status first = session->AwaitFirstToken(); !first.ok()) {
     const ApiError error = ApiErrorFromStatus(first);
-    admission->Count(error.http_status);
+    admission->Finish(error.http_status);
     return ReplyError(res, error);
   }
   if (!r.stream) {
     Result<json> body = session->Collect();
     if (!body.ok()) {
       const ApiError error = ApiErrorFromStatus(body.status());
-      admission->Count(error.http_status);
+      admission->Finish(error.http_status);
       return ReplyError(res, error);
     }
-    admission->Count(200);
+    admission->Finish(200);
     return Reply(res, 200, *body);
   }
   res.status = 200;
@@ -266,10 +268,11 @@ void HttpServer::Impl::HandleCompletion(const httplib::Request& req, httplib::Re
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream", [admission](std::size_t, httplib::DataSink& sink) {
-        if (!admission->counted) {  // httplib may call again after a failed write
-          const int outcome = admission->session->Stream(
-              [&sink](std::string_view bytes) { return sink.write(bytes.data(), bytes.size()); });
-          admission->Count(outcome);
+        if (!admission->finished) {  // httplib may call again after a failed write
+          admission->session->Stream(
+              [&sink](std::string_view bytes) { return sink.write(bytes.data(), bytes.size()); },
+              [&admission](int outcome) { admission->Finish(outcome); });
+          admission->Finish(499);  // no-op unless Stream ended without reporting
         }
         sink.done();
         return true;
