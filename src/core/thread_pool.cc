@@ -1,5 +1,8 @@
 #include "core/thread_pool.h"
 
+#include <algorithm>
+#include <chrono>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -15,69 +18,135 @@ inline void CpuRelax() {
 #endif
 }
 
-// Iterations to spin before sleeping: long enough to catch back-to-back kernel launches in a
-// forward pass (microseconds apart), short enough not to steal a shared core for long.
-constexpr int kSpinIterations = 20000;
+// Spins until done() is true or kSpinMicros have passed; returns done().
+template <typename Done>
+bool SpinUntil(Done done) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
+  while (true) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      CpuRelax();
+    }
+    if (Clock::now() > deadline) return done();
+  }
+}
+
+constexpr std::uint64_t Pack(std::uint32_t gen, std::uint32_t n, std::uint32_t next) {
+  return (static_cast<std::uint64_t>(gen) << 32) | (static_cast<std::uint64_t>(n) << 16) | next;
+}
+constexpr std::uint32_t GenOf(std::uint64_t s) { return static_cast<std::uint32_t>(s >> 32); }
+constexpr std::uint32_t CountOf(std::uint64_t s) { return static_cast<std::uint32_t>(s >> 16) & 0xffff; }
+constexpr std::uint32_t NextOf(std::uint64_t s) { return static_cast<std::uint32_t>(s) & 0xffff; }
 
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
   workers_.reserve(n_threads_ - 1);
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  wake_.fetch_add(1, std::memory_order_acq_rel);
+  wake_.notify_all();
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::RunErased(JobFn fn, void* ctx) {
-  if (t_inside_job || n_threads_ == 1) {
-    fn(ctx, 0, 1);
+bool ThreadPool::InlineOnly() const { return n_threads_ == 1 || t_inside_job; }
+
+std::int64_t ThreadPool::ChunkCount(std::int64_t n, std::int64_t grain) const {
+  if (InlineOnly() || n <= 0) return 1;
+  const std::int64_t by_grain = n / std::max<std::int64_t>(grain, 1);
+  return std::clamp<std::int64_t>(by_grain, 1, std::int64_t{n_threads_} * kChunksPerThread);
+}
+
+void ThreadPool::RunChunks(ChunkFn fn, void* ctx, std::int64_t n_chunks) {
+  if (n_chunks <= 0) return;
+  if (n_chunks > 1 && !InlineOnly()) {
+    for (std::int64_t first = 0; first < n_chunks; first += kMaxJobChunks) {
+      const auto n = static_cast<std::uint32_t>(std::min<std::int64_t>(kMaxJobChunks, n_chunks - first));
+      if (!TryRunJob(fn, ctx, first, n)) {
+        // Another caller holds the pool: do the rest here rather than wait for it.
+        const bool outer = t_inside_job;
+        t_inside_job = true;
+        for (std::int64_t c = first; c < n_chunks; ++c) fn(ctx, c);
+        t_inside_job = outer;
+        return;
+      }
+    }
     return;
   }
-  std::lock_guard<std::mutex> lock(run_mutex_);
-  job_fn_ = fn;
-  job_ctx_ = ctx;
-  pending_.store(n_threads_ - 1, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
-
+  const bool outer = t_inside_job;
   t_inside_job = true;
-  fn(ctx, 0, n_threads_);
-  t_inside_job = false;
+  for (std::int64_t c = 0; c < n_chunks; ++c) fn(ctx, c);
+  t_inside_job = outer;
+}
 
-  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins < kSpinIterations) {
-      CpuRelax();
-    } else {
-      std::this_thread::yield();
+bool ThreadPool::Claim(std::uint32_t gen, std::uint32_t* chunk, std::uint32_t* n) {
+  std::uint64_t s = state_.load(std::memory_order_acquire);
+  while (true) {
+    if (GenOf(s) != gen || NextOf(s) >= CountOf(s)) return false;
+    // A compare-exchange, not a fetch-add: a thread still holding an old generation must not
+    // advance a newer job's counter.
+    if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      *chunk = NextOf(s);
+      *n = CountOf(s);
+      return true;
     }
   }
 }
 
-void ThreadPool::WorkerLoop(int index) {
-  // Workers start before any Run(), at generation 0; reading the counter here instead would
-  // miss a job published before this thread got scheduled.
+bool ThreadPool::TryRunJob(ChunkFn fn, void* ctx, std::int64_t first, std::uint32_t n) {
+  std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  job_fn_ = fn;
+  job_ctx_ = ctx;
+  job_first_ = first;
+  const std::uint32_t gen = ++generation_;
+  done_.store(0, std::memory_order_relaxed);
+  state_.store(Pack(gen, n, 0), std::memory_order_release);
+  wake_.store(gen, std::memory_order_release);
+  wake_.notify_all();  // a futex wake only when some worker sleeps
+
+  t_inside_job = true;
+  std::uint32_t mine = 0, chunk = 0, count = 0;
+  while (Claim(gen, &chunk, &count)) {
+    fn(ctx, first + chunk);
+    ++mine;
+  }
+  t_inside_job = false;
+
+  // Every chunk is claimed; wait only for those a worker is running now.
+  std::uint32_t done = done_.fetch_add(mine, std::memory_order_acq_rel) + mine;
+  if (done != n && !SpinUntil([&] { return done_.load(std::memory_order_acquire) == n; })) {
+    for (done = done_.load(std::memory_order_acquire); done != n;
+         done = done_.load(std::memory_order_acquire)) {
+      done_.wait(done, std::memory_order_acquire);
+    }
+  }
+  return true;
+}
+
+void ThreadPool::WorkerLoop() {
   std::uint32_t seen = 0;
   while (true) {
-    std::uint32_t current = generation_.load(std::memory_order_acquire);
-    for (int spins = 0; current == seen && spins < kSpinIterations; ++spins) {
-      CpuRelax();
-      current = generation_.load(std::memory_order_acquire);
+    if (!SpinUntil([&] { return wake_.load(std::memory_order_acquire) != seen; })) {
+      wake_.wait(seen, std::memory_order_acquire);
     }
-    while (current == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
-      current = generation_.load(std::memory_order_acquire);
-    }
-    seen = current;
+    const std::uint32_t gen = wake_.load(std::memory_order_acquire);
+    if (gen == seen) continue;  // spurious wake-up
+    seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
     t_inside_job = true;
-    job_fn_(job_ctx_, index, n_threads_);
+    std::uint32_t chunk = 0, n = 0;
+    while (Claim(gen, &chunk, &n)) {
+      // The claim keeps the job (and so job_fn_ / job_ctx_) alive until done_ counts it.
+      job_fn_(job_ctx_, job_first_ + chunk);
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) done_.notify_all();
+    }
     t_inside_job = false;
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

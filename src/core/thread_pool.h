@@ -1,12 +1,16 @@
 // ThreadPool: a fixed set of threads for data-parallel kernels (GEMM, attention, prefill).
 //
-// The calling thread takes part as thread 0, so ThreadPool(2) starts one worker. Run() hands the
-// same function to every thread and returns when all have finished; kernels split their work by
-// thread index. Workers spin briefly after a job, then sleep on a futex (std::atomic::wait), so
-// an idle pool costs no CPU.
+// Work is a list of chunks claimed one at a time from a shared counter. The calling thread
+// takes part (ThreadPool(2) starts one worker) and claims chunks like any worker, so a worker
+// that is not scheduled (a shared or oversubscribed machine) costs nothing: the caller does
+// every chunk nobody has claimed, and waits only for chunks a running worker has already
+// claimed. A late worker that wakes after the last claim finds nothing to do. Workers spin
+// for a bounded time (kSpinMicros) after their last chunk, then sleep on a futex
+// (std::atomic::wait), so an idle pool costs no CPU.
 //
-// Thread-safety: Run() may be called from any thread; concurrent calls are serialised. A Run()
-// from inside a job (nested parallelism) executes inline on the calling thread as (0, 1).
+// Thread-safety: every entry point may be called from any thread. A call made while another
+// thread holds the pool, or from inside a chunk (nested parallelism), runs its chunks inline
+// on the calling thread (Run then calls fn(0, 1)), so no caller ever blocks on the pool.
 #pragma once
 
 #include <atomic>
@@ -29,46 +33,92 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // Calls fn(thread_index, n_threads) once on each thread; blocks until all return.
+  // Calls fn(chunk) exactly once for each chunk in [0, n_chunks), in any order and on any
+  // threads (several chunks may run on one thread, the caller's included); returns when all
+  // have returned. Chunks are claimed in increasing order, so put the longest first.
   template <typename Fn>
-  void Run(Fn&& fn) {
+  void ForEachChunk(std::int64_t n_chunks, Fn&& fn) {
     using F = std::remove_reference_t<Fn>;
-    RunErased([](void* ctx, int t, int n) { (*static_cast<F*>(ctx))(t, n); },
-              const_cast<void*>(static_cast<const void*>(&fn)));
+    RunChunks([](void* ctx, std::int64_t c) { (*static_cast<F*>(ctx))(c); },
+              const_cast<void*>(static_cast<const void*>(&fn)), n_chunks);
   }
 
-  // Splits [0, n) into contiguous chunks, one per thread (the first threads take the
-  // remainder), and calls fn(begin, end) for each non-empty chunk.
+  // Calls fn(share, n_shares) exactly once for each share in [0, size()), shares claimed like
+  // ForEachChunk's chunks (a share is not tied to a thread: the caller may run several);
+  // returns when all have returned. A nested call or a one-thread pool runs fn(0, 1) only.
   template <typename Fn>
-  void ParallelFor(std::int64_t n, Fn&& fn) {
+  void Run(Fn&& fn) {
+    if (InlineOnly()) {
+      fn(0, 1);
+      return;
+    }
+    const int nt = n_threads_;
+    ForEachChunk(nt, [&](std::int64_t t) { fn(static_cast<int>(t), nt); });
+  }
+
+  // Splits [0, n) into contiguous ranges of at least `grain` items (about kChunksPerThread per
+  // thread, for balance when threads run at different speeds) and calls fn(begin, end) once
+  // for each, like ForEachChunk. A range too small to split runs inline, with no pool round trip.
+  template <typename Fn>
+  void ParallelFor(std::int64_t n, Fn&& fn, std::int64_t grain = 1) {
     if (n <= 0) return;
-    Run([&](int t, int nt) {
-      const auto [begin, end] = SplitRange(n, t, nt);
-      if (begin < end) fn(begin, end);
+    const std::int64_t chunks = ChunkCount(n, grain);
+    if (chunks == 1) {
+      fn(std::int64_t{0}, n);
+      return;
+    }
+    ForEachChunk(chunks, [&](std::int64_t c) {
+      const auto [begin, end] = SplitRange(n, static_cast<int>(c), static_cast<int>(chunks));
+      fn(begin, end);
     });
   }
 
-  // The chunk [begin, end) of [0, n) that thread t of nt takes.
+  // Ranges per thread that ParallelFor aims at.
+  static constexpr int kChunksPerThread = 4;
+  // How many ranges ParallelFor cuts [0, n) into: 1 .. size() * kChunksPerThread, each of at
+  // least `grain` items (1 when the pool has one thread or the call would run inline).
+  std::int64_t ChunkCount(std::int64_t n, std::int64_t grain) const;
+
+  // The chunk [begin, end) of [0, n) that part t of nt takes (the first parts take the
+  // remainder): contiguous, in order, sizes differing by at most one.
   static std::pair<std::int64_t, std::int64_t> SplitRange(std::int64_t n, int t, int nt) {
     const std::int64_t base = n / nt, extra = n % nt;
     const std::int64_t begin = t * base + (t < extra ? t : extra);
     return {begin, begin + base + (t < extra ? 1 : 0)};
   }
 
+  // How long a thread spins for new work (workers) or for claimed chunks to finish (the
+  // caller) before it sleeps: long enough to bridge back-to-back kernels of a forward pass,
+  // short enough not to keep a shared core from another process.
+  static constexpr int kSpinMicros = 100;
+
  private:
-  using JobFn = void (*)(void* ctx, int thread, int n_threads);
-  void RunErased(JobFn fn, void* ctx);
-  void WorkerLoop(int index);
+  using ChunkFn = void (*)(void* ctx, std::int64_t chunk);
+  // Whether a call from this thread now would run inline (nested call or one-thread pool).
+  bool InlineOnly() const;
+  void RunChunks(ChunkFn fn, void* ctx, std::int64_t n_chunks);
+  // One job of at most kMaxJobChunks chunks; returns false if the pool was busy (nothing run).
+  bool TryRunJob(ChunkFn fn, void* ctx, std::int64_t first, std::uint32_t n);
+  // Claims the next chunk of job `gen`: its index and the job's chunk count, or false.
+  bool Claim(std::uint32_t gen, std::uint32_t* chunk, std::uint32_t* n);
+  void WorkerLoop();
+
+  // The job state word: generation (32 bits) | chunk count (16) | next unclaimed chunk (16).
+  static constexpr std::uint32_t kMaxJobChunks = 0xffff;
 
   const int n_threads_;
   std::vector<std::thread> workers_;
-  std::mutex run_mutex_;  // serialises Run() callers
+  std::mutex run_mutex_;  // held by the caller whose job the pool runs
 
-  // Current job, published by bumping generation_.
-  JobFn job_fn_ = nullptr;
+  // The current job: fn/ctx/first are written under run_mutex_ before state_ publishes the
+  // job; a thread that claims a chunk of it may read them until it counts that chunk in done_.
+  ChunkFn job_fn_ = nullptr;
   void* job_ctx_ = nullptr;
-  std::atomic<std::uint32_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::int64_t job_first_ = 0;  // chunk index offset of this job within the caller's range
+  std::uint32_t generation_ = 0;              // under run_mutex_
+  std::atomic<std::uint64_t> state_{0};       // packed job state (see above)
+  std::atomic<std::uint32_t> done_{0};        // chunks of the current job finished
+  std::atomic<std::uint32_t> wake_{0};        // futex word: the latest generation
   std::atomic<bool> stop_{false};
 };
 
