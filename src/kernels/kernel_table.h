@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <span>
+
 #include "kernels/attention.h"
 #include "kernels/rope.h"
 
@@ -20,6 +22,11 @@ class ThreadPool;
 namespace smartgen::gguf {
 enum class GgmlType : std::uint32_t;
 }
+
+namespace smartgen::kernels {
+struct MatJob;
+struct WeightView;
+}  // namespace smartgen::kernels
 
 namespace smartgen::kernels::internal {
 
@@ -111,5 +118,9 @@ bool MatVecWith(const KernelTable& table, gguf::GgmlType type, const void* w, st
 bool MatMulWith(const KernelTable& table, gguf::GgmlType type, const void* w, std::int64_t rows,
                 std::int64_t cols, const float* x, std::int64_t n, float* y,
                 core::ThreadPool* pool);
+bool MatMulManyWith(const KernelTable& table, std::span<const MatJob> jobs, std::int64_t n,
+                    core::ThreadPool* pool);
+bool MatMulSwiGluWith(const KernelTable& table, const WeightView& gate, const WeightView& up,
+                      const float* x, std::int64_t n, float* out, core::ThreadPool* pool);
 
 }  // namespace smartgen::kernels::internal

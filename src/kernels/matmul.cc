@@ -66,10 +66,25 @@ void ScalarMatMul(const void* w, std::size_t row_bytes, std::int64_t cols, const
   }
 }
 
-// Rows handed to one thread at a time are a multiple of this (SIMD kernels block rows).
+// Rows of a chunk are a multiple of this (SIMD kernels block rows).
 constexpr std::int64_t kRowGrain = 16;
+// Chunks are claimed dynamically (core::ThreadPool::ForEachChunk), so a thread that runs late
+// or slow leaves its share to the others; the chunks are sized for that: about this many weight
+// bytes per GEMV chunk (~10 us), and at least this many chunks per thread in all.
+constexpr std::size_t kVecChunkBytes = 256 << 10;
+constexpr std::int64_t kMinChunksPerThread = 4;
+// GEMM chunks: at least this many rows (each chunk re-reads its tokens' activations), and
+// token ranges of at least this many tokens when rows alone give too few chunks.
+constexpr std::int64_t kMulChunkRows = 64;
+constexpr std::int64_t kMulChunkTokens = 96;
 
-// One matrix product as the row-split loop sees it.
+std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t RoundUp(std::int64_t a, std::int64_t b) { return CeilDiv(a, b) * b; }
+
+// What a chunk does with its product W x.
+enum class Epilogue { kStore, kAccumulate, kSwiGlu };
+
+// One matrix product as the chunk loop sees it.
 struct Segment {
   MatVecFn vec;
   MatMulFn mul;
@@ -78,41 +93,118 @@ struct Segment {
   std::int64_t rows, cols;
   const float* x;
   float* y;
-  std::int64_t first_chunk;  // in the concatenated chunk space of all segments
+  Epilogue epilogue = Epilogue::kStore;
+  // kSwiGlu: the up projection (rows x cols like w, same x); y = silu(W x) * (U x).
+  MatVecFn vec_up = nullptr;
+  MatMulFn mul_up = nullptr;
+  const void* w_up = nullptr;
+  std::size_t row_bytes_up = 0;
+  std::int64_t first_chunk = 0;  // in the concatenated row-chunk space of all segments
 };
 
-// Runs up to kMaxSegments products of n tokens in one parallel pass: the rows of all of them,
-// in chunks of kRowGrain, are split into one contiguous range per thread.
-constexpr int kMaxSegments = 8;
-void RunSegments(const Segment* segs, int n_segs, std::int64_t n, core::ThreadPool* pool) {
-  std::int64_t total_chunks = 0, total_rows = 0;
-  for (int i = 0; i < n_segs; ++i) {
-    total_chunks += (segs[i].rows + kRowGrain - 1) / kRowGrain;
-    total_rows += segs[i].rows;
+// out[t][0..r1-r0) = rows [r0, r1) of W times tokens x[0..nt), out row stride ldo.
+void Product(MatVecFn vec, MatMulFn mul, const void* w, std::size_t row_bytes, std::int64_t cols,
+             const float* x, std::int64_t nt, std::int64_t r0, std::int64_t r1, float* out,
+             std::int64_t ldo) {
+  const void* wr = static_cast<const std::byte*>(w) + r0 * row_bytes;
+  if (nt == 1) {
+    vec(wr, row_bytes, cols, x, out, 0, r1 - r0);
+  } else {
+    mul(wr, row_bytes, cols, x, nt, out, ldo, 0, r1 - r0);
   }
-  auto run_chunks = [&](std::int64_t c0, std::int64_t c1) {
-    for (int i = 0; i < n_segs; ++i) {
-      const Segment& s = segs[i];
-      const std::int64_t s_end = s.first_chunk + (s.rows + kRowGrain - 1) / kRowGrain;
-      const std::int64_t lo = std::max(c0, s.first_chunk), hi = std::min(c1, s_end);
-      if (lo >= hi) continue;
-      const std::int64_t r0 = (lo - s.first_chunk) * kRowGrain;
-      const std::int64_t r1 = std::min(s.rows, (hi - s.first_chunk) * kRowGrain);
-      if (n == 1) {
-        s.vec(s.w, s.row_bytes, s.cols, s.x, s.y, r0, r1);
-      } else {
-        s.mul(s.w, s.row_bytes, s.cols, s.x, n, s.y, s.rows, r0, r1);
-      }
-    }
-  };
-  if (pool == nullptr || pool->size() == 1 || total_rows < 2 * kRowGrain) {
-    run_chunks(0, total_chunks);
+}
+
+// Runs chunk (rows [r0, r1), tokens [t0, t1)) of segment s.
+void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::int64_t r1,
+              std::int64_t t0, std::int64_t t1) {
+  const std::int64_t nr = r1 - r0, nt = t1 - t0;
+  const float* x = s.x + t0 * s.cols;
+  float* y = s.y + t0 * s.rows + r0;  // row stride s.rows
+  if (s.epilogue == Epilogue::kStore) {
+    Product(s.vec, s.mul, s.w, s.row_bytes, s.cols, x, nt, r0, r1, y, s.rows);
     return;
   }
-  pool->Run([&](int t, int nt) {
-    const auto [c0, c1] = core::ThreadPool::SplitRange(total_chunks, t, nt);
-    if (c0 < c1) run_chunks(c0, c1);
-  });
+  // The product goes to thread scratch [nt][nr] first, then into y.
+  float* tmp = ThreadScratch(2, static_cast<std::size_t>(nr * nt));
+  Product(s.vec, s.mul, s.w, s.row_bytes, s.cols, x, nt, r0, r1, tmp, nr);
+  if (s.epilogue == Epilogue::kAccumulate) {
+    for (std::int64_t t = 0; t < nt; ++t) table.add_in_place(y + t * s.rows, tmp + t * nr, nr);
+    return;
+  }
+  float* up = ThreadScratch(3, static_cast<std::size_t>(nr * nt));
+  Product(s.vec_up, s.mul_up, s.w_up, s.row_bytes_up, s.cols, x, nt, r0, r1, up, nr);
+  for (std::int64_t t = 0; t < nt; ++t) table.swiglu(tmp + t * nr, up + t * nr, nr, y + t * s.rows);
+}
+
+// Runs up to kMaxSegments products of n tokens in one parallel pass. Work is a grid of chunks:
+// row chunks of `chunk_rows` (the row chunks of all segments, concatenated) times token chunks
+// of `chunk_tokens`. Every output element is computed the same way whatever the chunking.
+constexpr int kMaxSegments = 8;
+// Token chunk limit when a chunk goes through scratch (accumulate, SwiGLU): keeps it in cache.
+constexpr std::int64_t kEpilogueTokens = 256;
+void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64_t n,
+                 core::ThreadPool* pool) {
+  std::int64_t total_rows = 0;
+  std::size_t max_row_bytes = 0;
+  bool epilogue = false;
+  for (int i = 0; i < n_segs; ++i) {
+    total_rows += segs[i].rows;
+    max_row_bytes = std::max({max_row_bytes, segs[i].row_bytes, segs[i].row_bytes_up});
+    epilogue = epilogue || segs[i].epilogue != Epilogue::kStore;
+  }
+  const int threads = pool == nullptr ? 1 : pool->size();
+  const std::int64_t want_chunks = threads * kMinChunksPerThread;
+  std::int64_t chunk_rows = total_rows, chunk_tokens = n;
+  if (threads > 1 && n == 1) {
+    const auto by_bytes =
+        static_cast<std::int64_t>(kVecChunkBytes / std::max<std::size_t>(max_row_bytes, 1));
+    chunk_rows = std::min(by_bytes, CeilDiv(total_rows, want_chunks));
+    chunk_rows = std::max(kRowGrain, RoundUp(chunk_rows, kRowGrain));
+  } else if (threads > 1) {
+    chunk_rows = std::max(kMulChunkRows, RoundUp(CeilDiv(total_rows, want_chunks), kRowGrain));
+    std::int64_t row_chunks = 0;
+    for (int i = 0; i < n_segs; ++i) row_chunks += CeilDiv(segs[i].rows, chunk_rows);
+    if (row_chunks < want_chunks) {
+      const std::int64_t token_chunks = CeilDiv(want_chunks, row_chunks);
+      chunk_tokens = std::max(kMulChunkTokens, CeilDiv(n, token_chunks));
+    }
+  }
+  if (epilogue) chunk_tokens = std::min(chunk_tokens, kEpilogueTokens);
+  std::int64_t row_chunks = 0;
+  for (int i = 0; i < n_segs; ++i) {
+    segs[i].first_chunk = row_chunks;
+    row_chunks += CeilDiv(segs[i].rows, chunk_rows);
+  }
+  const std::int64_t token_chunks = CeilDiv(n, chunk_tokens);
+
+  auto run_chunk = [&](std::int64_t c) {
+    const std::int64_t rc = c / token_chunks, tc = c % token_chunks;
+    int i = 0;
+    while (i + 1 < n_segs && segs[i + 1].first_chunk <= rc) ++i;
+    const Segment& s = segs[i];
+    const std::int64_t r0 = (rc - s.first_chunk) * chunk_rows;
+    const std::int64_t t0 = tc * chunk_tokens;
+    RunChunk(table, s, r0, std::min(s.rows, r0 + chunk_rows), t0, std::min(n, t0 + chunk_tokens));
+  };
+  const std::int64_t n_chunks = row_chunks * token_chunks;
+  if (pool == nullptr) {
+    for (std::int64_t c = 0; c < n_chunks; ++c) run_chunk(c);
+  } else {
+    pool->ForEachChunk(n_chunks, run_chunk);
+  }
+}
+
+bool HasKernels(const KernelTable& table, gguf::GgmlType type) {
+  const int kind = KindIndex(type);
+  return kind >= 0 && table.mat_vec[kind] != nullptr && table.mat_mul[kind] != nullptr;
+}
+
+Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* x, float* y,
+                    Epilogue epilogue) {
+  const int kind = KindIndex(w.type);
+  Segment s{table.mat_vec[kind], table.mat_mul[kind], w.data, w.row_bytes(), w.rows, w.cols, x, y};
+  s.epilogue = epilogue;
+  return s;
 }
 
 }  // namespace
@@ -155,26 +247,35 @@ void MatMulQ8_0(const void* w, std::size_t rb, std::int64_t c, const float* x, s
 bool MatMulManyWith(const KernelTable& table, std::span<const MatJob> jobs, std::int64_t n,
                     core::ThreadPool* pool) {
   for (const MatJob& j : jobs) {
-    const int kind = KindIndex(j.w->type);
-    if (kind < 0 || table.mat_vec[kind] == nullptr || table.mat_mul[kind] == nullptr) {
-      return false;
-    }
+    if (!HasKernels(table, j.w->type)) return false;
   }
   if (n <= 0) return true;
   for (std::size_t begin = 0; begin < jobs.size(); begin += kMaxSegments) {
     Segment segs[kMaxSegments];
     int n_segs = 0;
-    std::int64_t chunk = 0;
     for (std::size_t i = begin; i < std::min(jobs.size(), begin + kMaxSegments); ++i) {
-      const WeightView& w = *jobs[i].w;
-      const int kind = KindIndex(w.type);
-      segs[n_segs++] =
-          Segment{table.mat_vec[kind], table.mat_mul[kind], w.data, w.row_bytes(), w.rows, w.cols,
-                  jobs[i].x,           jobs[i].y,           chunk};
-      chunk += (w.rows + kRowGrain - 1) / kRowGrain;
+      segs[n_segs++] = MakeSegment(table, *jobs[i].w, jobs[i].x, jobs[i].y,
+                                   jobs[i].accumulate ? Epilogue::kAccumulate : Epilogue::kStore);
     }
-    RunSegments(segs, n_segs, n, pool);
+    RunSegments(table, segs, n_segs, n, pool);
   }
+  return true;
+}
+
+bool MatMulSwiGluWith(const KernelTable& table, const WeightView& gate, const WeightView& up,
+                      const float* x, std::int64_t n, float* out, core::ThreadPool* pool) {
+  if (!HasKernels(table, gate.type) || !HasKernels(table, up.type) || gate.rows != up.rows ||
+      gate.cols != up.cols) {
+    return false;
+  }
+  if (n <= 0) return true;
+  Segment s = MakeSegment(table, gate, x, out, Epilogue::kSwiGlu);
+  const Segment u = MakeSegment(table, up, x, out, Epilogue::kStore);
+  s.vec_up = u.vec;
+  s.mul_up = u.mul;
+  s.w_up = u.w;
+  s.row_bytes_up = u.row_bytes;
+  RunSegments(table, &s, 1, n, pool);
   return true;
 }
 
@@ -213,6 +314,13 @@ void MatMulMany(std::span<const MatJob> jobs, std::int64_t n, core::ThreadPool* 
   [[maybe_unused]] const bool ok =
       internal::MatMulManyWith(internal::ActiveKernels(), jobs, n, pool);
   assert(ok && "MatMulMany: unsupported weight type");
+}
+
+void MatMulSwiGlu(const WeightView& gate, const WeightView& up, const float* x, std::int64_t n,
+                  float* out, core::ThreadPool* pool) {
+  [[maybe_unused]] const bool ok =
+      internal::MatMulSwiGluWith(internal::ActiveKernels(), gate, up, x, n, out, pool);
+  assert(ok && "MatMulSwiGlu: unsupported weight types or shapes");
 }
 
 void MatVecReference(const WeightView& w, const float* x, float* y) {

@@ -36,15 +36,23 @@ void MatMul(const WeightView& w, const float* x, std::int64_t n, float* y, core:
 
 // Several independent products in one parallel pass, e.g. q/k/v or gate/up, which share an
 // input: the rows of all jobs are split across `pool` together, so the step pays one thread-pool
-// round trip instead of one per matrix. Each result equals MatVec / MatMul of that job alone.
+// round trip instead of one per matrix. Each result equals MatVec / MatMul of that job alone
+// (or, with `accumulate`, is added to y: the residual add fused into the o / down projection).
 // x is [n][w->cols] and y is [n][w->rows]; outputs must not overlap inputs or each other.
 struct MatJob {
   const WeightView* w = nullptr;
   const float* x = nullptr;
   float* y = nullptr;
+  bool accumulate = false;  // y += W x instead of y = W x
 };
 void MatVecMany(std::span<const MatJob> jobs, core::ThreadPool* pool);
 void MatMulMany(std::span<const MatJob> jobs, std::int64_t n, core::ThreadPool* pool);
+
+// The gated FFN input in one pass: out[t][r] = silu(gate[r] . x[t]) * (up[r] . x[t]), i.e.
+// SwiGlu(MatMul(gate), MatMul(up)) without writing either product to memory. gate and up have
+// the same shape (their types may differ); x is [n][cols], out [n][rows], not overlapping x.
+void MatMulSwiGlu(const WeightView& gate, const WeightView& up, const float* x, std::int64_t n,
+                  float* out, core::ThreadPool* pool);
 
 // Scalar references: dequantize each row exactly, then dot in f32 (sequential order).
 void MatVecReference(const WeightView& w, const float* x, float* y);

@@ -1,13 +1,13 @@
 #include "model/forward.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/fp16.h"
+#include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "kernels/rope.h"
 
@@ -17,10 +17,47 @@ namespace {
 // Query tokens per prefill attention work item: small enough to balance the causal triangle
 // across threads, large enough to amortise the block list walk.
 constexpr std::int64_t kAttentionTile = 32;
+// Tokens per parallel range of the per-token passes (norms, RoPE, KV store): one token is well
+// under a microsecond of work, so fewer tokens are not worth a pool round trip.
+constexpr std::int64_t kTokenGrain = 8;
+// Dense attention over fewer (query token x key position x KV head) rows than this runs on the
+// calling thread: a short decode step is cheaper than a pool round trip.
+constexpr std::int64_t kInlineAttentionRows = 2048;
 
-void AddBias(float* rows, std::int64_t n, std::int64_t dim, const std::vector<float>& bias) {
-  if (bias.empty()) return;
-  for (std::int64_t t = 0; t < n; ++t) kernels::AddInPlace(rows + t * dim, bias.data(), dim);
+// out[t] = RmsNorm(x[t]) for the n rows of the batch.
+void NormRows(const ModelConfig& c, core::ThreadPool* pool, const float* x, const float* weight,
+              std::int64_t n, float* out) {
+  pool->ParallelFor(
+      n,
+      [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t t = b; t < e; ++t) {
+          kernels::RmsNorm(x + t * c.n_embd, weight, c.n_embd, c.rms_eps, out + t * c.n_embd);
+        }
+      },
+      kTokenGrain);
+}
+
+// Writes one token's K and V rows ([n_kv_heads][head_dim] each) at `pos` of `layer`.
+void StoreKvRow(const ModelConfig& c, kv::SequenceKv& seq, int layer, std::int64_t pos,
+                const float* k, const float* v) {
+  const bool f16 = seq.geometry().dtype == kv::KvDType::kF16;
+  for (int hd = 0; hd < c.n_kv_heads; ++hd) {
+    const float* kh = k + hd * c.head_dim;
+    const float* vh = v + hd * c.head_dim;
+    std::byte* kd = seq.KRow(layer, hd, pos);
+    std::byte* vd = seq.VRow(layer, hd, pos);
+    if (f16) {
+      auto* k16 = reinterpret_cast<kernels::f16_t*>(kd);
+      auto* v16 = reinterpret_cast<kernels::f16_t*>(vd);
+      for (int d = 0; d < c.head_dim; ++d) {
+        k16[d] = kernels::F32ToF16(kh[d]);
+        v16[d] = kernels::F32ToF16(vh[d]);
+      }
+    } else {
+      std::memcpy(kd, kh, sizeof(float) * c.head_dim);
+      std::memcpy(vd, vh, sizeof(float) * c.head_dim);
+    }
+  }
 }
 
 }  // namespace
@@ -123,39 +160,19 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
     chunks[i].kv->set_n_tokens(chunk_first_pos_[i] + static_cast<std::int64_t>(chunks[i].tokens.size()));
   }
 
-  const float eps = c.rms_eps;
   override_status_ = Status::Ok();
+  // Per layer, with n tokens: norm, q/k/v (one pass), bias + q/k-norm + RoPE + KV store (one
+  // pass), attention, o projection + residual (one pass), norm, gate/up + SwiGLU (one pass),
+  // down projection + residual (one pass). The norms of a single token run inline, so a decode
+  // step costs about four pool round trips per layer.
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& w = model_.layer(l);
-    pool_->ParallelFor(n, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t t = b; t < e; ++t) {
-        kernels::RmsNorm(x_.data() + t * c.n_embd, w.attn_norm.data(), c.n_embd, eps,
-                         h_.data() + t * c.n_embd);
-      }
-    });
-    kernels::MatMul(w.wq, h_.data(), n, q_.data(), pool_);
-    kernels::MatMul(w.wk, h_.data(), n, k_.data(), pool_);
-    kernels::MatMul(w.wv, h_.data(), n, v_.data(), pool_);
-    AddBias(q_.data(), n, c.q_dim(), w.bq);
-    AddBias(k_.data(), n, c.kv_dim(), w.bk);
-    AddBias(v_.data(), n, c.kv_dim(), w.bv);
-    pool_->ParallelFor(n, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t t = b; t < e; ++t) {
-        float* q = q_.data() + t * c.q_dim();
-        float* k = k_.data() + t * c.kv_dim();
-        if (c.has_qk_norm) {
-          for (int hd = 0; hd < c.n_heads; ++hd) {
-            kernels::RmsNorm(q + hd * c.head_dim, w.q_norm.data(), c.head_dim, eps, q + hd * c.head_dim);
-          }
-          for (int hd = 0; hd < c.n_kv_heads; ++hd) {
-            kernels::RmsNorm(k + hd * c.head_dim, w.k_norm.data(), c.head_dim, eps, k + hd * c.head_dim);
-          }
-        }
-        kernels::Rope(c.rope, q, c.n_heads, row_pos_[t]);
-        kernels::Rope(c.rope, k, c.n_kv_heads, row_pos_[t]);
-      }
-    });
-    StoreKv(chunks, l);
+    NormRows(c, pool_, x_.data(), w.attn_norm.data(), n, h_.data());
+    const kernels::MatJob qkv[] = {{&w.wq, h_.data(), q_.data()},
+                                   {&w.wk, h_.data(), k_.data()},
+                                   {&w.wv, h_.data(), v_.data()}};
+    kernels::MatMulMany(qkv, n, pool_);
+    StoreKv(chunks, l);  // also adds the q/k/v bias and applies q/k-norm and RoPE
     for (std::size_t i = 0; i < chunks.size(); ++i) {
       if (chunks[i].on_layer_q) {
         chunks[i].on_layer_q(l, q_.data() + chunk_first_row_[i] * c.q_dim(),
@@ -171,23 +188,12 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
       for (std::size_t i = 0; i < chunks.size(); ++i) chunks[i].kv->set_n_tokens(chunk_first_pos_[i]);
       return override_status_;
     }
-    kernels::MatMul(w.wo, att_.data(), n, o_.data(), pool_);
-    kernels::AddInPlace(x_.data(), o_.data(), n * c.n_embd);
-
-    pool_->ParallelFor(n, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t t = b; t < e; ++t) {
-        kernels::RmsNorm(x_.data() + t * c.n_embd, w.ffn_norm.data(), c.n_embd, eps,
-                         h_.data() + t * c.n_embd);
-      }
-    });
-    kernels::MatMul(w.w_gate, h_.data(), n, gate_.data(), pool_);
-    kernels::MatMul(w.w_up, h_.data(), n, up_.data(), pool_);
-    pool_->ParallelFor(n, [&](std::int64_t b, std::int64_t e) {
-      kernels::SwiGlu(gate_.data() + b * c.n_ff, up_.data() + b * c.n_ff, (e - b) * c.n_ff,
-                      gate_.data() + b * c.n_ff);
-    });
-    kernels::MatMul(w.w_down, gate_.data(), n, o_.data(), pool_);
-    kernels::AddInPlace(x_.data(), o_.data(), n * c.n_embd);
+    const kernels::MatJob o[] = {{&w.wo, att_.data(), x_.data(), /*accumulate=*/true}};
+    kernels::MatMulMany(o, n, pool_);
+    NormRows(c, pool_, x_.data(), w.ffn_norm.data(), n, h_.data());
+    kernels::MatMulSwiGlu(w.w_gate, w.w_up, h_.data(), n, gate_.data(), pool_);
+    const kernels::MatJob down[] = {{&w.w_down, gate_.data(), x_.data(), /*accumulate=*/true}};
+    kernels::MatMulMany(down, n, pool_);
   }
   ComputeLogits(chunks);
   return Status::Ok();
@@ -195,34 +201,37 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
 
 void Forward::StoreKv(std::span<ForwardChunk> chunks, int layer) {
   const ModelConfig& c = model_.config();
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    kv::SequenceKv& seq = *chunks[i].kv;
-    const bool f16 = seq.geometry().dtype == kv::KvDType::kF16;
-    const std::int64_t n = static_cast<std::int64_t>(chunks[i].tokens.size());
-    pool_->ParallelFor(n, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t t = b; t < e; ++t) {
-        const std::int64_t row = chunk_first_row_[i] + t;
-        const std::int64_t pos = chunk_first_pos_[i] + t;
-        for (int hd = 0; hd < c.n_kv_heads; ++hd) {
-          const float* k = k_.data() + row * c.kv_dim() + hd * c.head_dim;
-          const float* v = v_.data() + row * c.kv_dim() + hd * c.head_dim;
-          std::byte* kd = seq.KRow(layer, hd, pos);
-          std::byte* vd = seq.VRow(layer, hd, pos);
-          if (f16) {
-            auto* k16 = reinterpret_cast<kernels::f16_t*>(kd);
-            auto* v16 = reinterpret_cast<kernels::f16_t*>(vd);
-            for (int d = 0; d < c.head_dim; ++d) {
-              k16[d] = kernels::F32ToF16(k[d]);
-              v16[d] = kernels::F32ToF16(v[d]);
+  const LayerWeights& w = model_.layer(layer);
+  const auto n = static_cast<std::int64_t>(row_pos_.size());
+  pool_->ParallelFor(
+      n,
+      [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t t = b; t < e; ++t) {
+          float* q = q_.data() + t * c.q_dim();
+          float* k = k_.data() + t * c.kv_dim();
+          float* v = v_.data() + t * c.kv_dim();
+          if (!w.bq.empty()) kernels::AddInPlace(q, w.bq.data(), c.q_dim());
+          if (!w.bk.empty()) kernels::AddInPlace(k, w.bk.data(), c.kv_dim());
+          if (!w.bv.empty()) kernels::AddInPlace(v, w.bv.data(), c.kv_dim());
+          if (c.has_qk_norm) {
+            for (int hd = 0; hd < c.n_heads; ++hd) {
+              kernels::RmsNorm(q + hd * c.head_dim, w.q_norm.data(), c.head_dim, c.rms_eps,
+                               q + hd * c.head_dim);
             }
-          } else {
-            std::memcpy(kd, k, sizeof(float) * c.head_dim);
-            std::memcpy(vd, v, sizeof(float) * c.head_dim);
+            for (int hd = 0; hd < c.n_kv_heads; ++hd) {
+              kernels::RmsNorm(k + hd * c.head_dim, w.k_norm.data(), c.head_dim, c.rms_eps,
+                               k + hd * c.head_dim);
+            }
           }
+          kernels::Rope(c.rope, q, c.n_heads, row_pos_[t]);
+          kernels::Rope(c.rope, k, c.n_kv_heads, row_pos_[t]);
+          // The chunk holding batch row t: the last one starting at or before it.
+          const auto chunk = std::upper_bound(chunk_first_row_.begin(), chunk_first_row_.end(), t) -
+                             chunk_first_row_.begin() - 1;
+          StoreKvRow(c, *chunks[chunk].kv, layer, row_pos_[t], k, v);
         }
-      }
-    });
-  }
+      },
+      kTokenGrain);
 }
 
 void Forward::Attention(std::span<ForwardChunk> chunks, int layer) {
@@ -243,42 +252,55 @@ void Forward::Attention(std::span<ForwardChunk> chunks, int layer) {
     }
   }
 
-  // Dense attention for the rest: work items of (chunk, kv head, query tile).
+  // Dense attention for the rest: work items of (chunk, kv head, query tile). The lists are
+  // reused across calls on this thread (a decode step makes one per layer).
   struct Item {
     std::int32_t chunk, head;
     std::int64_t t_begin, t_end;
   };
-  std::vector<Item> items;
-  std::vector<std::vector<kernels::KvBlockRef>> refs(chunks.size() * c.n_kv_heads);
+  // (References, so the pool's threads read this thread's lists, not their own.)
+  thread_local std::vector<Item> items_storage;
+  thread_local std::vector<std::vector<kernels::KvBlockRef>> refs_storage;
+  std::vector<Item>& items = items_storage;
+  std::vector<std::vector<kernels::KvBlockRef>>& refs = refs_storage;
+  items.clear();
+  if (refs.size() < chunks.size() * c.n_kv_heads) refs.resize(chunks.size() * c.n_kv_heads);
+  std::int64_t work_rows = 0;  // query tokens x key positions x KV heads
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     if (chunks[i].attention != nullptr) continue;
     const std::int64_t n = static_cast<std::int64_t>(chunks[i].tokens.size());
     for (int hd = 0; hd < c.n_kv_heads; ++hd) {
+      refs[i * c.n_kv_heads + hd].clear();  // AllRefs appends
       chunks[i].kv->AllRefs(layer, hd, &refs[i * c.n_kv_heads + hd]);
       for (std::int64_t t = 0; t < n; t += kAttentionTile) {
-        items.push_back({static_cast<std::int32_t>(i), hd, t, std::min(n, t + kAttentionTile)});
+        const std::int64_t t_end = std::min(n, t + kAttentionTile);
+        items.push_back({static_cast<std::int32_t>(i), hd, t, t_end});
+        work_rows += (t_end - t) * (chunk_first_pos_[i] + t_end);
       }
     }
   }
-  // Longest tiles (latest positions) first, handed out dynamically.
+  // Longest tiles (latest positions) first, claimed dynamically.
   std::stable_sort(items.begin(), items.end(),
                    [](const Item& a, const Item& b) { return a.t_end > b.t_end; });
-  std::atomic<std::size_t> next{0};
-  kernels::AttentionParams p{c.head_dim, g, scale, chunks.empty() ? kv::KvDType::kF32
-                                                                 : chunks[0].kv->geometry().dtype};
-  pool_->Run([&](int, int) {
-    for (std::size_t idx = next.fetch_add(1); idx < items.size(); idx = next.fetch_add(1)) {
-      const Item& it = items[idx];
-      const std::int64_t row = chunk_first_row_[it.chunk] + it.t_begin;
-      kernels::AttentionParams params = p;
-      params.dtype = chunks[it.chunk].kv->geometry().dtype;
-      const float* q = q_.data() + row * c.q_dim() + it.head * g * c.head_dim;
-      float* out = att_.data() + row * c.q_dim() + it.head * g * c.head_dim;
-      kernels::AttendCausal(params, q, c.q_dim(), it.t_end - it.t_begin,
-                            chunk_first_pos_[it.chunk] + it.t_begin,
-                            refs[it.chunk * c.n_kv_heads + it.head], out, c.q_dim(), nullptr);
-    }
-  });
+  const float* const q_base = q_.data();
+  float* const out_base = att_.data();
+  auto attend = [&](std::int64_t idx) {
+    const Item& it = items[static_cast<std::size_t>(idx)];
+    const std::int64_t row = chunk_first_row_[it.chunk] + it.t_begin;
+    const kernels::AttentionParams params{c.head_dim, g, scale,
+                                          chunks[it.chunk].kv->geometry().dtype};
+    const float* q = q_base + row * c.q_dim() + it.head * g * c.head_dim;
+    float* out = out_base + row * c.q_dim() + it.head * g * c.head_dim;
+    kernels::AttendCausal(params, q, c.q_dim(), it.t_end - it.t_begin,
+                          chunk_first_pos_[it.chunk] + it.t_begin,
+                          refs[it.chunk * c.n_kv_heads + it.head], out, c.q_dim(), nullptr);
+  };
+  const auto n_items = static_cast<std::int64_t>(items.size());
+  if (work_rows < kInlineAttentionRows) {
+    for (std::int64_t i = 0; i < n_items; ++i) attend(i);
+  } else {
+    pool_->ForEachChunk(n_items, attend);
+  }
 }
 
 void Forward::ComputeLogits(std::span<ForwardChunk> chunks) {
@@ -298,6 +320,18 @@ void Forward::ComputeLogits(std::span<ForwardChunk> chunks) {
   for (std::int64_t j = 0; j < r; ++j) {
     kernels::RmsNorm(x_.data() + rows[j] * c.n_embd, model_.output_norm().data(), c.n_embd,
                      c.rms_eps, h_.data() + j * c.n_embd);
+  }
+  // One chunk wanting logits (a decode step, a prompt): the product goes straight into its
+  // vector; otherwise into one buffer that is then handed out.
+  ForwardChunk* only = nullptr;
+  int with_logits = 0;
+  for (ForwardChunk& ch : chunks) {
+    if (ch.logits != nullptr) ++with_logits, only = &ch;
+  }
+  if (with_logits == 1) {
+    only->logits->resize(static_cast<std::size_t>(r) * c.n_vocab);
+    kernels::MatMul(model_.output(), h_.data(), r, only->logits->data(), pool_);
+    return;
   }
   std::vector<float> all(static_cast<std::size_t>(r) * c.n_vocab);
   kernels::MatMul(model_.output(), h_.data(), r, all.data(), pool_);

@@ -4,10 +4,12 @@
 
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/cpu_features.h"
 #include "kernel_test_util.h"
+#include "kernels/elementwise.h"
 #include "kernels/quant.h"
 
 namespace smartgen::kernels {
@@ -116,6 +118,71 @@ TEST(MatMul, PublicEntryPointsUseActiveTable) {
   EXPECT_LT(testing::MaxRelError(got.data(), want.data(), got.size()), Tolerance(128));
   MatVec(w.view, x.data(), got.data(), nullptr);
   EXPECT_LT(testing::MaxRelError(got.data(), want.data(), 40), Tolerance(128));
+}
+
+TEST(MatMulMany, EveryIsaMatchesSeparateProductsWithAccumulate) {
+  // q/k/v-like jobs of different types sharing an input, the last one accumulating (the fused
+  // residual add), at decode (n = 1), small and large prefill (token chunks) sizes.
+  std::mt19937 rng(5);
+  core::ThreadPool pool(3);
+  const std::int64_t cols = 96;
+  Weights a = MakeWeights(rng, GgmlType::kF32, 70, cols);
+  Weights b = MakeWeights(rng, GgmlType::kQ8_0, 33, cols);
+  Weights c = MakeWeights(rng, GgmlType::kF16, 200, cols);
+  for (std::int64_t n : {1, 3, 37, 600}) {
+    std::vector<float> x = testing::RandomVector(rng, cols * n);
+    std::vector<float> base = testing::RandomVector(rng, 200 * n);
+    std::vector<float> want_a(70 * n), want_b(33 * n), want_c(200 * n);
+    MatMulReference(a.view, x.data(), n, want_a.data());
+    MatMulReference(b.view, x.data(), n, want_b.data());
+    MatMulReference(c.view, x.data(), n, want_c.data());
+    for (std::size_t i = 0; i < want_c.size(); ++i) want_c[i] += base[i];
+    for (const auto* table : testing::AvailableTables()) {
+      for (core::ThreadPool* p : {static_cast<core::ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> got_a(70 * n), got_b(33 * n), got_c = base;
+        const MatJob jobs[] = {{&a.view, x.data(), got_a.data()},
+                               {&b.view, x.data(), got_b.data()},
+                               {&c.view, x.data(), got_c.data(), true}};
+        ASSERT_TRUE(internal::MatMulManyWith(*table, jobs, n, p));
+        const std::string where = std::string(internal::IsaName(table->isa)) + " n " +
+                                  std::to_string(n) + (p ? " pool" : "");
+        EXPECT_LT(testing::MaxRelError(got_a.data(), want_a.data(), got_a.size()), Tolerance(cols))
+            << where;
+        EXPECT_LT(testing::MaxRelError(got_b.data(), want_b.data(), got_b.size()), Tolerance(cols))
+            << where;
+        EXPECT_LT(testing::MaxRelError(got_c.data(), want_c.data(), got_c.size()), Tolerance(cols))
+            << where;
+      }
+    }
+  }
+}
+
+TEST(MatMulSwiGlu, EveryIsaMatchesSwiGluOfProducts) {
+  std::mt19937 rng(6);
+  core::ThreadPool pool(2);
+  const std::int64_t rows = 150, cols = 64;
+  Weights gate = MakeWeights(rng, GgmlType::kQ8_0, rows, cols);
+  Weights up = MakeWeights(rng, GgmlType::kF16, rows, cols);
+  for (std::int64_t n : {1, 2, 45, 300}) {
+    std::vector<float> x = testing::RandomVector(rng, cols * n);
+    std::vector<float> g(rows * n), u(rows * n), want(rows * n);
+    MatMulReference(gate.view, x.data(), n, g.data());
+    MatMulReference(up.view, x.data(), n, u.data());
+    SwiGluReference(g.data(), u.data(), rows * n, want.data());
+    for (const auto* table : testing::AvailableTables()) {
+      for (core::ThreadPool* p : {static_cast<core::ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> got(rows * n, -1e30f);
+        ASSERT_TRUE(internal::MatMulSwiGluWith(*table, gate.view, up.view, x.data(), n,
+                                               got.data(), p));
+        EXPECT_LT(testing::MaxRelError(got.data(), want.data(), got.size()), Tolerance(cols))
+            << internal::IsaName(table->isa) << " n " << n;
+      }
+    }
+  }
+  Weights wrong = MakeWeights(rng, GgmlType::kF32, rows + 1, cols);
+  std::vector<float> x(cols), out(rows + 1);
+  EXPECT_FALSE(internal::MatMulSwiGluWith(internal::ActiveKernels(), gate.view, wrong.view,
+                                          x.data(), 1, out.data(), nullptr));
 }
 
 TEST(MatVec, RejectsUnsupportedType) {
