@@ -3,8 +3,8 @@
 // the profile counts (exact top-budget blocks), and the request-specific score of the
 // proactive path (SnapKV-style: the mass the last prompt queries put on each block).
 //
-// Not on the decode hot path (that one scores summaries); this reads every key. Keys are
-// converted from the block dtype once per call and scored for all query rows together.
+// Not on the decode hot path (that one scores summaries); this reads every key. The logits of
+// all query rows are one GEMM (kernels::MatMul) over the keys in their stored dtype.
 #pragma once
 
 #include <cstdint>

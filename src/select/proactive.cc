@@ -92,21 +92,28 @@ ProactiveBudget PlanProactiveBudget(const kv::KvGeometry& geometry, std::int64_t
 
 void RequestScores(const model::ModelConfig& config, const kv::SequenceKv& kv, int layer,
                    std::int64_t n_prompt_tokens, const float* q_rows, std::int64_t n_rows,
-                   std::vector<float>* scores) {
+                   std::vector<float>* scores, core::ThreadPool* pool) {
   const kv::KvGeometry& g = kv.geometry();
   const std::int32_t nb = static_cast<std::int32_t>(g.BlocksFor(n_prompt_tokens));
   scores->assign(std::size_t(config.n_kv_heads) * nb, 0.0f);
   std::vector<std::int32_t> all(nb);
   std::iota(all.begin(), all.end(), 0);
-  std::vector<kernels::KvBlockRef> refs;
   const kernels::AttentionParams p{config.head_dim, config.n_group(),
                                    1.0f / std::sqrt(static_cast<float>(config.head_dim)), g.dtype};
-  for (int h = 0; h < config.n_kv_heads; ++h) {
-    refs.clear();
-    SelectedRefs(kv, layer, h, n_prompt_tokens, all, n_prompt_tokens - 1, &refs);
-    BlockAttentionMass(p, q_rows + std::size_t(h) * config.n_group() * config.head_dim,
-                       config.q_dim(), n_rows, n_prompt_tokens - n_rows, refs,
-                       scores->data() + std::size_t(h) * nb);
+  auto heads = [&](std::int64_t begin, std::int64_t end) {
+    std::vector<kernels::KvBlockRef> refs;
+    for (std::int64_t h = begin; h < end; ++h) {
+      refs.clear();
+      SelectedRefs(kv, layer, static_cast<int>(h), n_prompt_tokens, all, n_prompt_tokens - 1, &refs);
+      BlockAttentionMass(p, q_rows + std::size_t(h) * config.n_group() * config.head_dim,
+                         config.q_dim(), n_rows, n_prompt_tokens - n_rows, refs,
+                         scores->data() + std::size_t(h) * nb);
+    }
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(config.n_kv_heads, heads);
+  } else {
+    heads(0, config.n_kv_heads);
   }
 }
 

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/model_config.h"
 #include "select/block_key.h"
@@ -72,9 +73,12 @@ ProactiveBudget PlanProactiveBudget(const kv::KvGeometry& geometry, std::int64_t
 // n_prompt_tokens - n_rows .. n_prompt_tokens - 1 (the last prefill chunk's), with `layer`'s
 // K/V of [0, n_prompt_tokens) in `kv`. scores: resized to [n_kv_heads][n_blocks]; each head's
 // row holds probability masses (mean over the rows and the group's query heads; sums to 1).
+// KV heads are split across `pool` (nullptr = this thread). Cost: one GEMM of n_rows * n_heads
+// queries against the layer's keys plus the softmaxes (about 8 ms per KV head at 32 rows,
+// 4096 tokens, head_dim 64 on one core of the development machine).
 void RequestScores(const model::ModelConfig& config, const kv::SequenceKv& kv, int layer,
                    std::int64_t n_prompt_tokens, const float* q_rows, std::int64_t n_rows,
-                   std::vector<float>* scores);
+                   std::vector<float>* scores, core::ThreadPool* pool = nullptr);
 
 struct PushItem {
   BlockKey key;
