@@ -37,6 +37,9 @@ bool IsSupportedWeightType(GgmlType type) {
     case GgmlType::kF16:
     case GgmlType::kBF16:
     case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ6_K:
       return true;
     default:
       return false;

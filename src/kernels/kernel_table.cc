@@ -10,8 +10,11 @@ namespace {
 
 #define SMARTGEN_KERNELS_TABLE(ns, isa_value)                                                      \
   KernelTable {                                                                                    \
-    .isa = isa_value, .mat_vec = {ns::MatVecF32, ns::MatVecF16, ns::MatVecBF16, ns::MatVecQ8_0},   \
-    .mat_mul = {ns::MatMulF32, ns::MatMulF16, ns::MatMulBF16, ns::MatMulQ8_0},                     \
+    .isa = isa_value,                                                                              \
+    .mat_vec = {ns::MatVecF32, ns::MatVecF16, ns::MatVecBF16, ns::MatVecQ8_0, ns::MatVecQ4_0,      \
+                ns::MatVecQ4_K, ns::MatVecQ6_K},                                                   \
+    .mat_mul = {ns::MatMulF32, ns::MatMulF16, ns::MatMulBF16, ns::MatMulQ8_0, ns::MatMulQ4_0,      \
+                ns::MatMulQ4_K, ns::MatMulQ6_K},                                                   \
     .attend_blocks = ns::AttendBlocks, .attend_causal = ns::AttendCausal, .rms_norm = ns::RmsNorm, \
     .swiglu = ns::SwiGlu, .softmax = ns::Softmax, .add_in_place = ns::AddInPlace,                  \
     .rope_apply = ns::RopeApply,                                                                   \
@@ -64,7 +67,7 @@ const KernelTable& ActiveKernels() {
 }
 
 float* ThreadScratch(int slot, std::size_t n_floats) {
-  constexpr int kSlots = 4;
+  constexpr int kSlots = 6;
   struct Free {
     void operator()(float* p) const { std::free(p); }
   };

@@ -35,8 +35,8 @@ inline constexpr int kNumIsas = 3;
 const char* IsaName(Isa isa);
 
 // Weight storage types the matrix kernels handle, as table indices.
-enum class WeightKind : int { kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3 };
-inline constexpr int kNumWeightKinds = 4;
+enum class WeightKind : int { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
+inline constexpr int kNumWeightKinds = 7;
 
 // y[r] = W[r] . x for r in [r0, r1). Rows of `cols` elements, `row_bytes` apart.
 using MatVecSig = void(const void* w, std::size_t row_bytes, std::int64_t cols, const float* x,
@@ -91,17 +91,17 @@ const KernelTable& ActiveKernels();
 // The kernels of each ISA, one namespace each, all with the same names; kernel_table.cc
 // assembles them into tables. scalar:: is defined in the concept files (matmul.cc, ...),
 // avx2:: in *_avx2.cc and avx512:: in *_avx512.cc (built when SMARTGEN_KERNELS_X86 is set).
-#define SMARTGEN_KERNELS_DECLARE_ISA(ns)                  \
-  namespace ns {                                          \
-  MatVecSig MatVecF32, MatVecF16, MatVecBF16, MatVecQ8_0; \
-  MatMulSig MatMulF32, MatMulF16, MatMulBF16, MatMulQ8_0; \
-  AttendBlocksSig AttendBlocks;                           \
-  AttendCausalSig AttendCausal;                           \
-  RmsNormSig RmsNorm;                                     \
-  SwiGluSig SwiGlu;                                       \
-  SoftmaxSig Softmax;                                     \
-  AddInPlaceSig AddInPlace;                               \
-  RopeApplySig RopeApply;                                 \
+#define SMARTGEN_KERNELS_DECLARE_ISA(ns)                                                      \
+  namespace ns {                                                                              \
+  MatVecSig MatVecF32, MatVecF16, MatVecBF16, MatVecQ8_0, MatVecQ4_0, MatVecQ4_K, MatVecQ6_K; \
+  MatMulSig MatMulF32, MatMulF16, MatMulBF16, MatMulQ8_0, MatMulQ4_0, MatMulQ4_K, MatMulQ6_K; \
+  AttendBlocksSig AttendBlocks;                                                               \
+  AttendCausalSig AttendCausal;                                                               \
+  RmsNormSig RmsNorm;                                                                         \
+  SwiGluSig SwiGlu;                                                                           \
+  SoftmaxSig Softmax;                                                                         \
+  AddInPlaceSig AddInPlace;                                                                   \
+  RopeApplySig RopeApply;                                                                     \
   }
 SMARTGEN_KERNELS_DECLARE_ISA(scalar)
 SMARTGEN_KERNELS_DECLARE_ISA(avx2)
@@ -109,6 +109,8 @@ SMARTGEN_KERNELS_DECLARE_ISA(avx512)
 
 // Per-thread scratch memory for ISA kernels: at least n_floats floats, 64-byte aligned, valid
 // until the next call with the same slot on this thread. Lives in a scalar translation unit.
+// Slots: 0 a scalar kernel's dequantized row, 1 GEMM packed panels, 2-3 matmul.cc's chunk
+// products before their epilogue (accumulate, SwiGLU), 4-5 free.
 float* ThreadScratch(int slot, std::size_t n_floats);
 
 // The public matrix kernels with an explicit table (tests run every available table).

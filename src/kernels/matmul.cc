@@ -23,6 +23,12 @@ int KindIndex(gguf::GgmlType type) {
       return static_cast<int>(WeightKind::kBF16);
     case gguf::GgmlType::kQ8_0:
       return static_cast<int>(WeightKind::kQ8_0);
+    case gguf::GgmlType::kQ4_0:
+      return static_cast<int>(WeightKind::kQ4_0);
+    case gguf::GgmlType::kQ4_K:
+      return static_cast<int>(WeightKind::kQ4_K);
+    case gguf::GgmlType::kQ6_K:
+      return static_cast<int>(WeightKind::kQ6_K);
     default:
       return -1;
   }
@@ -210,38 +216,24 @@ Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* 
 }  // namespace
 
 namespace scalar {
-void MatVecF32(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
-               std::int64_t r0, std::int64_t r1) {
-  ScalarMatVec<gguf::GgmlType::kF32>(w, rb, c, x, y, r0, r1);
-}
-void MatVecF16(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
-               std::int64_t r0, std::int64_t r1) {
-  ScalarMatVec<gguf::GgmlType::kF16>(w, rb, c, x, y, r0, r1);
-}
-void MatVecBF16(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
-                std::int64_t r0, std::int64_t r1) {
-  ScalarMatVec<gguf::GgmlType::kBF16>(w, rb, c, x, y, r0, r1);
-}
-void MatVecQ8_0(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
-                std::int64_t r0, std::int64_t r1) {
-  ScalarMatVec<gguf::GgmlType::kQ8_0>(w, rb, c, x, y, r0, r1);
-}
-void MatMulF32(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
-               float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
-  ScalarMatMul<gguf::GgmlType::kF32>(w, rb, c, x, n, y, ldy, r0, r1);
-}
-void MatMulF16(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
-               float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
-  ScalarMatMul<gguf::GgmlType::kF16>(w, rb, c, x, n, y, ldy, r0, r1);
-}
-void MatMulBF16(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
-                float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
-  ScalarMatMul<gguf::GgmlType::kBF16>(w, rb, c, x, n, y, ldy, r0, r1);
-}
-void MatMulQ8_0(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
-                float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
-  ScalarMatMul<gguf::GgmlType::kQ8_0>(w, rb, c, x, n, y, ldy, r0, r1);
-}
+#define SMARTGEN_SCALAR_KIND(Name)                                                            \
+  void MatVec##Name(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,  \
+                    std::int64_t r0, std::int64_t r1) {                                       \
+    ScalarMatVec<gguf::GgmlType::k##Name>(w, rb, c, x, y, r0, r1);                            \
+  }                                                                                           \
+  void MatMul##Name(const void* w, std::size_t rb, std::int64_t c, const float* x,            \
+                    std::int64_t n, float* y, std::int64_t ldy, std::int64_t r0,              \
+                    std::int64_t r1) {                                                        \
+    ScalarMatMul<gguf::GgmlType::k##Name>(w, rb, c, x, n, y, ldy, r0, r1);                    \
+  }
+SMARTGEN_SCALAR_KIND(F32)
+SMARTGEN_SCALAR_KIND(F16)
+SMARTGEN_SCALAR_KIND(BF16)
+SMARTGEN_SCALAR_KIND(Q8_0)
+SMARTGEN_SCALAR_KIND(Q4_0)
+SMARTGEN_SCALAR_KIND(Q4_K)
+SMARTGEN_SCALAR_KIND(Q6_K)
+#undef SMARTGEN_SCALAR_KIND
 }  // namespace scalar
 
 bool MatMulManyWith(const KernelTable& table, std::span<const MatJob> jobs, std::int64_t n,

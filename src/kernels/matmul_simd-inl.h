@@ -93,6 +93,8 @@ struct KindQ8_0 {
   }
 };
 
+#include "kernels/quant_simd-inl.h"
+
 // ---- MatVec -------------------------------------------------------------------------------
 
 // y[r..r+R) for R rows of a plain (non-block) type; tail columns are handled scalar.
@@ -146,6 +148,12 @@ void RowDots(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const
              float* y) {
   if constexpr (std::is_same_v<Kind, KindQ8_0>) {
     DotRowsQ8<R>(w, row_bytes, cols, x, y);
+  } else if constexpr (std::is_same_v<Kind, KindQ4_0>) {
+    DotRowsQ4_0<R>(w, row_bytes, cols, x, y);
+  } else if constexpr (std::is_same_v<Kind, KindQ4_K>) {
+    DotRowsQ4_K<R>(w, row_bytes, cols, x, y);
+  } else if constexpr (std::is_same_v<Kind, KindQ6_K>) {
+    DotRowsQ6_K<R>(w, row_bytes, cols, x, y);
   } else {
     DotRows<Kind, R>(w, row_bytes, cols, x, y);
   }
@@ -286,37 +294,23 @@ void MatMulKind(const void* w, std::size_t row_bytes, std::int64_t cols, const f
 
 }  // namespace
 
-void MatVecF32(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
-               std::int64_t r0, std::int64_t r1) {
-  MatVecKind<KindF32>(w, rb, c, x, y, r0, r1);
-}
-void MatVecF16(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
-               std::int64_t r0, std::int64_t r1) {
-  MatVecKind<KindF16>(w, rb, c, x, y, r0, r1);
-}
-void MatVecBF16(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
-                std::int64_t r0, std::int64_t r1) {
-  MatVecKind<KindBF16>(w, rb, c, x, y, r0, r1);
-}
-void MatVecQ8_0(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,
-                std::int64_t r0, std::int64_t r1) {
-  MatVecKind<KindQ8_0>(w, rb, c, x, y, r0, r1);
-}
-void MatMulF32(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
-               float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
-  MatMulKind<KindF32>(w, rb, c, x, n, y, ldy, r0, r1);
-}
-void MatMulF16(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
-               float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
-  MatMulKind<KindF16>(w, rb, c, x, n, y, ldy, r0, r1);
-}
-void MatMulBF16(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
-                float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
-  MatMulKind<KindBF16>(w, rb, c, x, n, y, ldy, r0, r1);
-}
-void MatMulQ8_0(const void* w, std::size_t rb, std::int64_t c, const float* x, std::int64_t n,
-                float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
-  MatMulKind<KindQ8_0>(w, rb, c, x, n, y, ldy, r0, r1);
-}
+#define SMARTGEN_MATMUL_KIND(Name)                                                              \
+  void MatVec##Name(const void* w, std::size_t rb, std::int64_t c, const float* x, float* y,    \
+                    std::int64_t r0, std::int64_t r1) {                                         \
+    MatVecKind<Kind##Name>(w, rb, c, x, y, r0, r1);                                             \
+  }                                                                                             \
+  void MatMul##Name(const void* w, std::size_t rb, std::int64_t c, const float* x,              \
+                    std::int64_t n, float* y, std::int64_t ldy, std::int64_t r0,                \
+                    std::int64_t r1) {                                                          \
+    MatMulKind<Kind##Name>(w, rb, c, x, n, y, ldy, r0, r1);                                     \
+  }
+SMARTGEN_MATMUL_KIND(F32)
+SMARTGEN_MATMUL_KIND(F16)
+SMARTGEN_MATMUL_KIND(BF16)
+SMARTGEN_MATMUL_KIND(Q8_0)
+SMARTGEN_MATMUL_KIND(Q4_0)
+SMARTGEN_MATMUL_KIND(Q4_K)
+SMARTGEN_MATMUL_KIND(Q6_K)
+#undef SMARTGEN_MATMUL_KIND
 
 }  // namespace smartgen::kernels::internal::SMARTGEN_SIMD_NS

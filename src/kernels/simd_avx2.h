@@ -58,6 +58,23 @@ struct Simd {
         _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
 
+  using VI = __m256i;
+  static VI WidenU8(const std::uint8_t* p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
+  static VI AndI(VI v, int mask) { return _mm256_and_si256(v, _mm256_set1_epi32(mask)); }
+  static VI OrI(VI a, VI b) { return _mm256_or_si256(a, b); }
+  static VI SubI(VI v, int x) { return _mm256_sub_epi32(v, _mm256_set1_epi32(x)); }
+  template <int kBits>
+  static VI ShrI(VI v) {
+    return _mm256_srli_epi32(v, kBits);
+  }
+  template <int kBits>
+  static VI ShlI(VI v) {
+    return _mm256_slli_epi32(v, kBits);
+  }
+  static V ToFloat(VI v) { return _mm256_cvtepi32_ps(v); }
+
   static V SelectLess(V a, V b, V x, V v) {
     return _mm256_blendv_ps(v, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
   }

@@ -56,6 +56,25 @@ struct Simd {
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
 
+  // Integer lanes for unpacking quantized weights (Q4_0, Q4_K, Q6_K).
+  using VI = __m512i;
+  // kLanes bytes, zero-extended to 32-bit lanes.
+  static VI WidenU8(const std::uint8_t* p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static VI AndI(VI v, int mask) { return _mm512_and_si512(v, _mm512_set1_epi32(mask)); }
+  static VI OrI(VI a, VI b) { return _mm512_or_si512(a, b); }
+  static VI SubI(VI v, int x) { return _mm512_sub_epi32(v, _mm512_set1_epi32(x)); }
+  template <int kBits>
+  static VI ShrI(VI v) {
+    return _mm512_srli_epi32(v, kBits);
+  }
+  template <int kBits>
+  static VI ShlI(VI v) {
+    return _mm512_slli_epi32(v, kBits);
+  }
+  static V ToFloat(VI v) { return _mm512_cvtepi32_ps(v); }
+
   // Lanes where a < b get `x`, others keep `v`.
   static V SelectLess(V a, V b, V x, V v) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), v, x);

@@ -40,7 +40,14 @@ double Tolerance(std::int64_t cols) {
   return 2e-6 * static_cast<double>(cols);
 }
 
-const GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0};
+const GgmlType kTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
+                           GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K};
+
+// `cols` rounded up to whole blocks of `type` (256 for the K-quants).
+std::int64_t ColsFor(GgmlType type, std::int64_t cols) {
+  const std::int64_t b = gguf::GetTypeInfo(type).block_size;
+  return (cols + b - 1) / b * b;
+}
 
 // Shapes with odd row counts (tails of every row block) and columns that are multiples of 32.
 struct Shape {
@@ -54,19 +61,20 @@ TEST(MatVec, EveryIsaMatchesReference) {
   core::ThreadPool pool(2);
   for (GgmlType type : kTypes) {
     for (const Shape& s : kShapes) {
-      Weights w = MakeWeights(rng, type, s.rows, s.cols);
-      std::vector<float> x = testing::RandomVector(rng, s.cols);
+      const std::int64_t cols = ColsFor(type, s.cols);
+      Weights w = MakeWeights(rng, type, s.rows, cols);
+      std::vector<float> x = testing::RandomVector(rng, cols);
       std::vector<float> want(s.rows);
       MatVecReference(w.view, x.data(), want.data());
       for (const auto* table : testing::AvailableTables()) {
         for (core::ThreadPool* p : {static_cast<core::ThreadPool*>(nullptr), &pool}) {
           std::vector<float> got(s.rows, -1e30f);
-          ASSERT_TRUE(internal::MatVecWith(*table, type, w.view.data, s.rows, s.cols, x.data(),
+          ASSERT_TRUE(internal::MatVecWith(*table, type, w.view.data, s.rows, cols, x.data(),
                                            got.data(), p));
           // Dots of |x|,|w| <= 1 over `cols` terms: error grows with sqrt(cols) ulps.
-          EXPECT_LT(testing::MaxRelError(got.data(), want.data(), s.rows), Tolerance(s.cols))
+          EXPECT_LT(testing::MaxRelError(got.data(), want.data(), s.rows), Tolerance(cols))
               << internal::IsaName(table->isa) << " " << gguf::GetTypeInfo(type).name << " rows "
-              << s.rows << " cols " << s.cols;
+              << s.rows << " cols " << cols;
         }
       }
     }
@@ -78,18 +86,19 @@ TEST(MatMul, EveryIsaMatchesReference) {
   core::ThreadPool pool(2);
   for (GgmlType type : kTypes) {
     for (const Shape& s : kShapes) {
-      Weights w = MakeWeights(rng, type, s.rows, s.cols);
-      std::vector<float> x = testing::RandomVector(rng, s.cols * s.n);
+      const std::int64_t cols = ColsFor(type, s.cols);
+      Weights w = MakeWeights(rng, type, s.rows, cols);
+      std::vector<float> x = testing::RandomVector(rng, cols * s.n);
       std::vector<float> want(s.rows * s.n);
       MatMulReference(w.view, x.data(), s.n, want.data());
       for (const auto* table : testing::AvailableTables()) {
         for (core::ThreadPool* p : {static_cast<core::ThreadPool*>(nullptr), &pool}) {
           std::vector<float> got(s.rows * s.n, -1e30f);
-          ASSERT_TRUE(internal::MatMulWith(*table, type, w.view.data, s.rows, s.cols, x.data(), s.n,
+          ASSERT_TRUE(internal::MatMulWith(*table, type, w.view.data, s.rows, cols, x.data(), s.n,
                                            got.data(), p));
-          EXPECT_LT(testing::MaxRelError(got.data(), want.data(), got.size()), Tolerance(s.cols))
+          EXPECT_LT(testing::MaxRelError(got.data(), want.data(), got.size()), Tolerance(cols))
               << internal::IsaName(table->isa) << " " << gguf::GetTypeInfo(type).name << " rows "
-              << s.rows << " cols " << s.cols << " n " << s.n;
+              << s.rows << " cols " << cols << " n " << s.n;
         }
       }
     }

@@ -87,6 +87,58 @@ TEST(Quant, PlainTypesRoundTripThroughRows) {
   }
 }
 
+TEST(QuantQ4_0, QuantizesLikeGgmlRef) {
+  // max = -4 (largest magnitude): d = -4 / -8 = 0.5, q = min(15, (int8)(x / d + 8.5)).
+  float x[kQK4_0] = {};
+  x[0] = -4.0f;   // -8 + 8.5 -> 0
+  x[1] = 3.4f;    // 6.8 + 8.5 = 15.3 -> 15
+  x[2] = 0.3f;    // 0.6 + 8.5 = 9.1 -> 9
+  x[16] = 1.0f;   // high nibble of qs[0]: 2 + 8.5 -> 10
+  x[17] = -0.3f;  // -0.6 + 8.5 = 7.9 -> 7
+  BlockQ4_0 b;
+  QuantizeRowQ4_0(x, &b, kQK4_0);
+  EXPECT_EQ(F16ToF32(b.d), 0.5f);
+  EXPECT_EQ(b.qs[0], 0 | (10 << 4));
+  EXPECT_EQ(b.qs[1], 15 | (7 << 4));
+  EXPECT_EQ(b.qs[2], 9 | (8 << 4));
+  float y[kQK4_0];
+  ASSERT_TRUE(DequantizeRow(GgmlType::kQ4_0, &b, y, kQK4_0));
+  EXPECT_EQ(y[0], -4.0f);
+  EXPECT_EQ(y[1], 3.5f);
+  EXPECT_EQ(y[16], 1.0f);
+  EXPECT_EQ(y[17], -0.5f);
+}
+
+TEST(QuantKQuants, ScaleMinUnpacksBothLayouts) {
+  // Sub-blocks 0..3 keep 6 bits in scales[j] / scales[j + 4]; 4..7 split 4 + 2 bits.
+  std::uint8_t scales[12] = {};
+  scales[1] = 0x3f | 0x40;            // sc1 = 63, top bits 01 -> sc5 high bits
+  scales[5] = 0x2a | 0x80;            // m1 = 42, top bits 10 -> m5 high bits
+  scales[9] = 0x7 | (0x9 << 4);       // sc5 low 7, m5 low 9
+  std::uint8_t sc, m;
+  Q4KScaleMin(1, scales, &sc, &m);
+  EXPECT_EQ(sc, 63);
+  EXPECT_EQ(m, 42);
+  Q4KScaleMin(5, scales, &sc, &m);
+  EXPECT_EQ(sc, 0x7 | (1 << 4));
+  EXPECT_EQ(m, 0x9 | (2 << 4));
+}
+
+TEST(QuantKQuants, RoundTripErrorIsSmall) {
+  std::mt19937 rng(9);
+  const int n = 256 * 3;
+  std::vector<float> x = testing::RandomVector(rng, n);
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    std::vector<std::byte> buf(gguf::RowBytes(t, n));
+    ASSERT_TRUE(QuantizeRow(t, x.data(), buf.data(), n));
+    std::vector<float> y(n);
+    ASSERT_TRUE(DequantizeRow(t, buf.data(), y.data(), n));
+    // Values in [-1, 1]: steps of about 2/15 (4-bit) or 1/31 (6-bit), plus scale rounding.
+    const float tol = t == GgmlType::kQ6_K ? 0.03f : 0.15f;
+    for (int i = 0; i < n; ++i) EXPECT_NEAR(y[i], x[i], tol) << gguf::GetTypeInfo(t).name << " " << i;
+  }
+}
+
 TEST(Quant, UnsupportedTypesAreRejected) {
   float x[256] = {};
   std::byte buf[1024] = {};

@@ -45,11 +45,17 @@ const GoldenCase kCases[] = {
     {"q_f16", "golden/quant/tiny-llama-q-f16.gguf", "golden/quant/tiny-llama-q-f16.ref64.json", 1e-5, false},
     {"q_bf16", "golden/quant/tiny-llama-q-bf16.gguf", "golden/quant/tiny-llama-q-bf16.ref64.json", 1e-5, false},
     {"q_q8_0", "golden/quant/tiny-llama-q-q8_0.gguf", "golden/quant/tiny-llama-q-q8_0.ref64.json", 1e-5, false},
+    {"q_q4_0", "golden/quant/tiny-llama-q-q4_0.gguf", "golden/quant/tiny-llama-q-q4_0.ref64.json", 1e-5, false},
+    {"q_q4_k_m", "golden/quant/tiny-llama-q-q4_k_m.gguf", "golden/quant/tiny-llama-q-q4_k_m.ref64.json", 1e-5, false},
+    {"q_q6_k", "golden/quant/tiny-llama-q-q6_k.gguf", "golden/quant/tiny-llama-q-q6_k.ref64.json", 1e-5, false},
     // The same files against llama.cpp's own outputs, at the llama.cpp-column tolerances.
     {"q_f32_llamacpp", "golden/quant/tiny-llama-q-f32.gguf", "golden/quant/tiny-llama-q-f32.json", 1e-4, false},
     {"q_f16_llamacpp", "golden/quant/tiny-llama-q-f16.gguf", "golden/quant/tiny-llama-q-f16.json", 2e-3, false},
     {"q_bf16_llamacpp", "golden/quant/tiny-llama-q-bf16.gguf", "golden/quant/tiny-llama-q-bf16.json", 1.5e-2, false},
     {"q_q8_0_llamacpp", "golden/quant/tiny-llama-q-q8_0.gguf", "golden/quant/tiny-llama-q-q8_0.json", 4e-2, false},
+    {"q_q4_0_llamacpp", "golden/quant/tiny-llama-q-q4_0.gguf", "golden/quant/tiny-llama-q-q4_0.json", 4e-2, false},
+    {"q_q4_k_m_llamacpp", "golden/quant/tiny-llama-q-q4_k_m.gguf", "golden/quant/tiny-llama-q-q4_k_m.json", 5e-2, false},
+    {"q_q6_k_llamacpp", "golden/quant/tiny-llama-q-q6_k.gguf", "golden/quant/tiny-llama-q-q6_k.json", 5e-2, false},
 };
 
 std::string Shared(const char* rel) { return std::string(SMARTGEN_SHARED_DIR) + "/" + rel; }
