@@ -134,7 +134,10 @@ TEST(HttpStream, StopEndsInFlightStreamsPromptly) {
     return PostStream(port, "/v1/completions",
                       {{"prompt", "x"}, {"max_tokens", 4000}, {"stream", true}});
   });
-  ASSERT_TRUE(WaitFor([&] { return s->backend().in_flight() == 1; }));
+  auto whole = std::async(std::launch::async, [port] {
+    return PostJson(port, "/v1/completions", {{"prompt", "y"}, {"max_tokens", 4000}});
+  });
+  ASSERT_TRUE(WaitFor([&] { return s->backend().in_flight() == 2; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const core::Stopwatch watch;
   s->server().Stop();
@@ -143,9 +146,28 @@ TEST(HttpStream, StopEndsInFlightStreamsPromptly) {
   EXPECT_EQ(r.status, 200);
   ASSERT_FALSE(r.chunks.empty());
   EXPECT_EQ(r.chunks.back()["error"]["code"], "service_unavailable") << r.raw;
+  const HttpReply w = whole.get();
+  EXPECT_EQ(w.status, 503) << w.body;
+  EXPECT_EQ(w.body_json["error"]["code"], "service_unavailable");
   EXPECT_EQ(s->backend().in_flight(), 0);
   s->server().Stop();  // idempotent
   s.reset();
+}
+
+TEST(HttpStream, SilentStreamsGetKeepAliveComments) {
+  HttpServerOptions options;
+  options.sse_keepalive = core::Millis(40);
+  ScriptedServer s(options);
+  Script slow;
+  slow.tokens = TokensOf("abc");
+  slow.token_delay = core::Millis(150);
+  s.backend().SetScript(slow);
+  const StreamReply r = PostStream(s.port(), "/v1/completions",
+                                   {{"prompt", "x"}, {"max_tokens", 3}, {"stream", true}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.raw.find(": keep-alive\n\n"), std::string::npos) << r.raw;
+  EXPECT_EQ(r.Text(), "abc");  // comments are not events
+  EXPECT_TRUE(r.done_last);
 }
 
 TEST(HttpStream, StartFailsCleanlyOnABusyPort) {
