@@ -65,7 +65,7 @@ struct EndpointConfig {
   core::Nanos default_timeout = core::Seconds(60);  // deadline of a transfer posted without one
   core::Nanos lease_ttl = core::Seconds(30);        // idle time after which a lease expires
   core::Nanos source_retry = core::Millis(2);   // backoff after BlockSource said kUnavailable
-  core::Nanos retention = core::Seconds(60);    // finished transfers stay pollable this long
+  core::Nanos retention = core::Seconds(10);    // finished transfers stay pollable this long
 };
 
 struct EndpointCallbacks {
@@ -88,6 +88,7 @@ struct TransferRequest {
 
 class Endpoint {
  public:
+  static constexpr std::size_t kAcceptBacklog = 1024;
   // `source` (may be null: no pushes, pulls refused) and `sink` (may be null: no pulls, pushes
   // refused) must outlive the Endpoint. kInvalidArgument for a bad config.
   static Result<std::unique_ptr<Endpoint>> Create(EndpointConfig config,
@@ -104,7 +105,8 @@ class Endpoint {
   const TransportCaps& transport_caps() const;
 
   // Starts accepting peers on `address`; returns the bound address. Accepted peers are
-  // announced by on_peer_connected and by Accept(). One listener per Endpoint.
+  // announced by on_peer_connected and by Accept() (which keeps the last kAcceptBacklog ids).
+  // One listener per Endpoint.
   Result<std::string> Listen(std::string_view address);
   // The next peer accepted by the listener. kDeadlineExceeded when none came in time.
   Result<PeerId> Accept(Deadline deadline);

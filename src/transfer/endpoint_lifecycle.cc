@@ -247,6 +247,8 @@ void Endpoint::Core::AcceptLoop() {
     if (!peer.ok()) continue;
     Lock lock(mu_);
     accepted_.push_back(*peer);
+    // Callers that use on_peer_connected never call Accept(): keep the queue bounded.
+    if (accepted_.size() > Endpoint::kAcceptBacklog) accepted_.pop_front();
     accept_cv_.notify_all();
   }
 }
