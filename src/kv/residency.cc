@@ -19,9 +19,10 @@ bool Residency::MarkRequested(int layer, int head, std::int64_t block) {
                                std::memory_order_acq_rel);
 }
 
-bool Residency::MarkPresent(int layer, int head, std::int64_t block) {
+bool Residency::MarkPresent(int layer, int head, std::int64_t block, BlockState* previous) {
   const std::uint8_t prev = At(layer, head, block).exchange(
       static_cast<std::uint8_t>(BlockState::kPresent), std::memory_order_acq_rel);
+  if (previous) *previous = static_cast<BlockState>(prev);
   if (prev == static_cast<std::uint8_t>(BlockState::kPresent)) return false;
   layer_present_[layer].fetch_add(1, std::memory_order_acq_rel);
   total_present_.fetch_add(1, std::memory_order_acq_rel);

@@ -42,8 +42,9 @@ class Residency {
 
   // ABSENT -> REQUESTED; false if the block was not ABSENT (already asked for or present).
   bool MarkRequested(int layer, int head, std::int64_t block);
-  // Any -> PRESENT; true the first time (counts), false for a duplicate.
-  bool MarkPresent(int layer, int head, std::int64_t block);
+  // Any -> PRESENT; true the first time (counts), false for a duplicate. `previous`, when
+  // given, receives the state before (kRequested: it arrived for an on-demand request).
+  bool MarkPresent(int layer, int head, std::int64_t block, BlockState* previous = nullptr);
   // PRESENT/REQUESTED -> ABSENT (a rejected copy); the block must be fetched again.
   void MarkAbsent(int layer, int head, std::int64_t block);
   // Marks every block of every layer present (a node that computed the KV itself).

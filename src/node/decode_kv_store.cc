@@ -85,8 +85,12 @@ std::shared_ptr<DecodeKvStore::Entry> DecodeKvStore::FindWriting(std::uint64_t r
 
 void DecodeKvStore::OnBlockReady(const transfer::BlockKey& key) {
   if (auto e = FindWriting(key.request_id)) {
-    e->residency.MarkPresent(key.layer, key.kv_head, key.block);
+    kv::BlockState previous = kv::BlockState::kAbsent;
+    e->residency.MarkPresent(key.layer, key.kv_head, key.block, &previous);
     e->blocks_received.fetch_add(1, std::memory_order_relaxed);
+    if (previous == kv::BlockState::kRequested) {
+      e->blocks_requested_received.fetch_add(1, std::memory_order_relaxed);
+    }
     e->pending_writes.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

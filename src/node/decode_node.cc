@@ -1,6 +1,9 @@
 #include "node/decode_node.h"
 
+#include <cstring>
+
 #include "core/log.h"
+#include "node/smartgen_messages.h"
 #include "node/transfer_metrics.h"
 
 namespace smartgen::node {
@@ -11,6 +14,7 @@ struct DecodeNode::Request {
   DecodeCall call;
   std::shared_ptr<DecodeKvStore::Entry> entry;  // prompt KV filled over the link (disaggregated)
   std::unique_ptr<kv::SequenceKv> local_kv;     // KV computed here (colocated or fallback)
+  std::unique_ptr<SmartgenSession> smartgen;    // smartgen mode
   std::shared_ptr<LineQueue> events = std::make_shared<LineQueue>();
   core::Nanos start = core::NowNanos();
   std::atomic<bool> client_gone{false};
@@ -26,8 +30,9 @@ struct DecodeNode::Request {
   core::Nanos kv_ready_at = 0;
 };
 
-Result<std::unique_ptr<DecodeNode>> DecodeNode::Create(const NodeConfig& config) {
-  SG_ASSIGN_OR_RETURN(NodeRuntime rt, BuildNodeRuntime(config));
+Result<std::unique_ptr<DecodeNode>> DecodeNode::Create(const NodeConfig& config,
+                                                std::shared_ptr<transfer::Transport> transport) {
+  SG_ASSIGN_OR_RETURN(NodeRuntime rt, BuildNodeRuntime(config, std::move(transport)));
   return std::unique_ptr<DecodeNode>(new DecodeNode(config, std::move(rt)));
 }
 
@@ -57,6 +62,8 @@ Status DecodeNode::Start() {
   SG_ASSIGN_OR_RETURN(transfer_address_, endpoint_->Listen(config_.transfer_address));
   engine_ = std::make_unique<DecodeEngine>(rt_.forward.get(),
                                            DecodeEngineOptions{config_.max_batch});
+  recompute_forward_ = std::make_unique<model::Forward>(
+      *rt_.model, rt_.pool.get(), model::ForwardOptions{rt_.forward->max_context()});
 
   http_.Post("/internal/decode", [this](const httplib::Request& q, httplib::Response& s) {
     HandleDecode(q, s);
@@ -137,6 +144,64 @@ std::string DecodeNode::MetricsText() const {
   return out;
 }
 
+Status DecodeNode::Fetch(Request& r, const std::vector<select::BlockKey>& keys) {
+  std::optional<transfer::PeerId> peer;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    peer = r.peer;
+  }
+  if (!peer) return Unavailable("request {} has no KV peer yet", r.call.request_id);
+  const std::uint64_t id = r.call.request_id;
+  const std::vector<std::byte> note = EncodeRequested(id, keys);
+  endpoint_->SendControl(*peer, static_cast<std::uint32_t>(ControlType::kRequested), note).IgnoreError();
+  transfer::TransferRequest t;
+  t.direction = transfer::Direction::kPull;
+  t.priority = transfer::Priority::kOnDemand;
+  t.deadline = core::Deadline::After(r.call.timeout_ms * core::kNanosPerMilli);
+  for (const auto& k : keys) {
+    t.ranges.push_back({id, static_cast<std::uint32_t>(k.layer), static_cast<std::uint32_t>(k.head),
+                        static_cast<std::uint32_t>(k.block), 1});
+  }
+  SG_ASSIGN_OR_RETURN(transfer::TransferHandle handle, endpoint_->Post(*peer, t));
+  endpoint_->Release(handle);  // arrival is tracked by residency
+  return Status::Ok();
+}
+
+Status DecodeNode::RecomputeMissing(Request& r) {
+  // Runs inside a decode step: a second Forward (its own scratch) computes the prompt into a
+  // scratch sequence, and every block still absent is copied over.
+  const std::uint64_t id = r.call.request_id;
+  endpoint_->CancelRequest(id);
+  fallbacks_->Increment();
+  SG_LOG_WARN("decode", "request {}: KV link lost mid-decode; recomputing the missing KV", id);
+  kv::SequenceKv scratch(rt_.blocks.get());
+  model::ForwardChunk chunk;
+  chunk.kv = &scratch;
+  chunk.tokens = r.call.prompt;
+  model::ForwardChunk chunks[1] = {chunk};
+  SG_RETURN_IF_ERROR(recompute_forward_->Run(chunks));
+  kv::Residency& residency = r.entry->residency;
+  const kv::KvGeometry& g = rt_.blocks->geometry();
+  for (int l = 0; l < g.n_layers; ++l) {
+    for (int h = 0; h < g.n_kv_heads; ++h) {
+      for (std::int64_t b = 0; b < residency.n_blocks(); ++b) {
+        if (residency.present(l, h, b)) continue;
+        // Only the prompt's rows: the last block may also hold generated tokens' rows.
+        const std::int64_t rows = std::min<std::int64_t>(g.block_tokens, r.entry->n_prompt - b * g.block_tokens);
+        std::byte* dst = r.entry->kv.BlockData(l, h, b);
+        const std::byte* src = scratch.BlockData(l, h, b);
+        std::memcpy(dst, src, rows * g.row_bytes());
+        std::memcpy(dst + g.half_block_bytes(), src + g.half_block_bytes(), rows * g.row_bytes());
+        residency.MarkPresent(l, h, b);
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.fallback = true;
+  r.fallback_reason = "KV link lost mid-decode; missing KV recomputed";
+  return Status::Ok();
+}
+
 std::shared_ptr<DecodeNode::Request> DecodeNode::FindRequest(std::uint64_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = requests_.find(id);
@@ -182,9 +247,41 @@ void DecodeNode::HandleDecode(const httplib::Request& req, httplib::Response& re
   }
   r->events->Push(ToJson(DecodeEvent::Accepted()).dump());
 
+  if (r->call.mode == TransferMode::kAuto) {
+    store_.Remove(id);
+    std::lock_guard<std::mutex> lock(mu_);
+    requests_.erase(id);
+    return ReplyStatus(res, InvalidArgument("mode 'auto' is resolved by the router"));
+  }
+  if (r->call.mode == TransferMode::kSmartgen) {
+    auto options = ParseSmartgenOptions(r->call.options);
+    if (!options.ok()) {
+      store_.Remove(id);
+      std::lock_guard<std::mutex> lock(mu_);
+      requests_.erase(id);
+      return ReplyStatus(res, options.status());
+    }
+    Request* raw = r.get();
+    r->smartgen = std::make_unique<SmartgenSession>(
+        rt_.model->config(), &r->entry->kv, &r->entry->residency, n_prompt, *options,
+        select::PickProfile(rt_.profiles, n_prompt),
+        [this, raw](const std::vector<select::BlockKey>& keys) { return Fetch(*raw, keys); },
+        [this, raw] { return RecomputeMissing(*raw); },
+        core::Deadline::After(r->call.timeout_ms * core::kNanosPerMilli));
+    r->smartgen->set_on_exact([this, raw] {
+      // Every block is here: the prefill node may free its copy and stop streaming.
+      std::lock_guard<std::mutex> lock(raw->mu);
+      if (raw->peer && !raw->link_finished) {
+        endpoint_->FinishRequest(*raw->peer, raw->call.request_id).IgnoreError();
+        raw->link_finished = true;
+      }
+    });
+  }
+
   EngineJob job;
   job.request_id = id;
   job.kv = colocated ? r->local_kv.get() : &r->entry->kv;
+  job.attention = r->smartgen.get();
   job.keepalive = r;
   job.prompt = r->call.prompt;
   job.max_tokens = r->call.max_tokens;
@@ -234,6 +331,11 @@ Readiness DecodeNode::CheckReady(Request& r) {
     return Readiness::PrefillLocally(r.local_kv.get());
   }
   if (!r.prefill_done) return Readiness::Wait();
+  if (r.smartgen) {
+    if (!r.smartgen->Ready()) return Readiness::Wait();
+    r.kv_ready_at = core::NowNanos();
+    return Readiness::Go(r.first_token);
+  }
   if (!r.entry->residency.AllPresent()) return Readiness::Wait();
   r.kv_ready_at = core::NowNanos();
   // Every block is here: the prefill node may free its copy now.
@@ -255,6 +357,13 @@ void DecodeNode::Finish(const std::shared_ptr<Request>& r, const Status& status,
     stats["kv_bytes_received"] =
         r->entry ? r->entry->blocks_received.load() * rt_.blocks->geometry().block_bytes() : 0;
     if (r->prefill_done_at) stats["prefill_done_ms"] = core::ToMillis(r->prefill_done_at - r->start);
+    if (r->smartgen) {
+      const json sg = r->smartgen->Stats(r->start, r->entry->blocks_received.load(),
+                                         r->entry->blocks_requested_received.load());
+      for (auto& [k, v] : sg.items()) stats[k] = v;
+    } else if (r->entry && r->entry->residency.AllPresent() && r->kv_ready_at) {
+      stats["time_to_exact_ms"] = core::ToMillis(r->kv_ready_at - r->start);
+    }
     if (r->kv_ready_at) {
       stats["kv_ready_ms"] = core::ToMillis(r->kv_ready_at - r->start);
       kv_wait_seconds_->Observe(core::ToSeconds(r->kv_ready_at - r->start));
@@ -277,6 +386,32 @@ void DecodeNode::Finish(const std::shared_ptr<Request>& r, const Status& status,
 }
 
 void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
+  if (type == static_cast<std::uint32_t>(ControlType::kSummaries) ||
+      type == static_cast<std::uint32_t>(ControlType::kProactiveManifest)) {
+    std::uint64_t id = 0;
+    Status st;
+    std::span<const std::byte> wire;
+    int layer = 0;
+    std::vector<select::BlockKey> blocks;
+    if (type == static_cast<std::uint32_t>(ControlType::kSummaries)) {
+      auto decoded = DecodeSummaries(bytes, &wire);
+      st = decoded.status();
+      if (decoded.ok()) id = *decoded;
+    } else {
+      st = DecodeManifest(bytes, &id, &layer, &blocks);
+    }
+    auto r = st.ok() ? FindRequest(id) : nullptr;
+    if (r && r->smartgen) {
+      {
+        std::lock_guard<std::mutex> lock(r->mu);
+        if (!r->peer) r->peer = peer;
+      }
+      st = type == static_cast<std::uint32_t>(ControlType::kSummaries) ? r->smartgen->AddSummaries(wire)
+                                                                       : r->smartgen->AddManifest(layer, blocks);
+    }
+    if (!st.ok()) SG_LOG_WARN("decode", "bad SmartGen control message {}: {}", type, st.ToString());
+    return;
+  }
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   auto j = ParseJsonText(text);
   if (!j.ok()) {
@@ -316,9 +451,12 @@ void DecodeNode::OnPeerDown(transfer::PeerId peer, const Status& why) {
   }
   for (auto& r : affected) {
     std::lock_guard<std::mutex> lock(r->mu);
-    if (r->peer == peer && r->kv_ready_at == 0) {
+    if (r->peer != peer) continue;
+    if (r->kv_ready_at == 0) {
       r->fallback = true;
       r->fallback_reason = "KV link lost: " + why.ToString();
+    } else if (r->smartgen) {
+      r->smartgen->OnLinkDown();  // decoding: the session recomputes what is missing
     }
   }
 }

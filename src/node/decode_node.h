@@ -9,9 +9,11 @@
 // A request is registered (KV reserved for prompt + output) before the router asks the prefill
 // node to start, so pushed blocks always find their sequence. It waits until the prefill node
 // says it is done (PrefillDone, over the KV link) and its mode's KV condition holds (full and
-// layerwise: every prompt block present), then joins the continuous batch. If the prefill node
-// fails, or its link goes down before the KV is complete, the request is computed here from its
-// prompt instead, so the client still gets a correct answer.
+// layerwise: every prompt block present; smartgen: every layer's summaries and proactive
+// blocks present), then joins the continuous batch. SmartGen requests decode through a
+// SmartgenSession (on-demand fetches, LSE merge) until every block has arrived. If the prefill
+// node fails, or its link goes down before the KV is complete, the request is computed here
+// from its prompt instead, so the client still gets a correct answer.
 //
 // Thread-safety: Start/Stop from one thread; everything else is internal.
 #pragma once
@@ -32,13 +34,16 @@
 #include "node/http_rpc.h"
 #include "node/node_config.h"
 #include "node/protocol.h"
+#include "node/smartgen_decode.h"
 #include "transfer/endpoint.h"
 
 namespace smartgen::node {
 
 class DecodeNode {
  public:
-  static Result<std::unique_ptr<DecodeNode>> Create(const NodeConfig& config);
+  // `transport` overrides config.transport (tests inject a fault transport).
+  static Result<std::unique_ptr<DecodeNode>> Create(const NodeConfig& config,
+                                              std::shared_ptr<transfer::Transport> transport = nullptr);
   ~DecodeNode();
 
   // Binds the transfer listener and the HTTP port, and starts serving.
@@ -63,12 +68,17 @@ class DecodeNode {
   void Finish(const std::shared_ptr<Request>& r, const Status& status, const std::string& reason,
               const nlohmann::json& engine_stats);
   std::shared_ptr<Request> FindRequest(std::uint64_t id) const;
+  // SmartGen: posts an on-demand pull of `keys` to the request's prefill node.
+  Status Fetch(Request& r, const std::vector<select::BlockKey>& keys);
+  // Computes the prompt here and fills every absent block of the request's KV.
+  Status RecomputeMissing(Request& r);
 
   NodeConfig config_;
   NodeRuntime rt_;
   DecodeKvStore store_;
   std::unique_ptr<transfer::Endpoint> endpoint_;
   std::unique_ptr<DecodeEngine> engine_;
+  std::unique_ptr<model::Forward> recompute_forward_;  // for recomputing KV inside a decode step
   httplib::Server http_;
   std::thread http_thread_;
   int http_port_ = 0;

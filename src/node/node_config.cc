@@ -32,7 +32,8 @@ Status SplitHostPort(const std::string& address, std::string* host, int* port) {
   return Status::Ok();
 }
 
-Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c) {
+Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c,
+                                     std::shared_ptr<transfer::Transport> transport) {
   if (c.threads < 1 || c.threads > 256) return InvalidArgument("threads {} out of range", c.threads);
   if (c.block_tokens < 1 || c.block_tokens > 1024) {
     return InvalidArgument("block_tokens {} out of range", c.block_tokens);
@@ -62,7 +63,17 @@ Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c) {
   e.token = c.token;
   e.link.gbps = c.link_gbps;
   e.link.latency = static_cast<core::Nanos>(c.link_latency_ms * core::kNanosPerMilli);
-  SG_ASSIGN_OR_RETURN(r.transport, transfer::MakeTransport(c.transport));
+  if (transport) {
+    r.transport = std::move(transport);
+  } else {
+    SG_ASSIGN_OR_RETURN(r.transport, transfer::MakeTransport(c.transport));
+  }
+  for (const std::string& path : c.profile_paths) {
+    SG_ASSIGN_OR_RETURN(select::Profile profile, select::LoadProfile(path));
+    SG_RETURN_IF_ERROR(profile.Validate(r.model->config(), r.model->fingerprint(), c.block_tokens)
+                           .WithContext(fmt::format("profile '{}'", path)));
+    r.profiles.push_back(std::move(profile));
+  }
   return r;
 }
 

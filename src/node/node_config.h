@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "core/thread_pool.h"
 #include "kv/block_pool.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "select/profile.h"
 #include "transfer/endpoint.h"
 
 namespace smartgen::node {
@@ -31,6 +33,7 @@ struct NodeConfig {
   std::int64_t kv_capacity_tokens = 1 << 17; // KV pool size, in tokens of one sequence
   std::int64_t max_context = 0;              // 0 = the model's context length
   int max_batch = 64;                        // decode node: sequences per step
+  std::vector<std::string> profile_paths;    // SmartGen profiles (one per prompt-length bucket)
 };
 
 // What a node builds from its config, in dependency order.
@@ -41,9 +44,12 @@ struct NodeRuntime {
   std::unique_ptr<kv::BlockPool> blocks;
   transfer::EndpointConfig endpoint_config;  // handshake (model hash, geometry), token, link
   std::shared_ptr<transfer::Transport> transport;
+  std::vector<select::Profile> profiles;     // validated against the model
 };
 
-Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& config);
+// `transport` replaces the one config.transport names (tests inject a fault transport).
+Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& config,
+                                     std::shared_ptr<transfer::Transport> transport = nullptr);
 
 // The transfer engine's view of a KV geometry.
 transfer::KvGeometry ToTransferGeometry(const kv::KvGeometry& g);

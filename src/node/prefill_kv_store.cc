@@ -61,6 +61,7 @@ void PrefillKvStore::Release(std::uint64_t request_id, transfer::ReleaseReason) 
     entries_.erase(it);
   }
   e->released.store(true, std::memory_order_release);
+  if (on_release_) on_release_(request_id);
 }
 
 }  // namespace smartgen::node

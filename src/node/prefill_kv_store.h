@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -29,6 +30,8 @@ class PrefillKvStore final : public transfer::BlockSource {
   };
 
   explicit PrefillKvStore(kv::BlockPool* pool) : pool_(pool) {}
+  // Called (on an engine thread) after a request's lease ended and its KV was dropped.
+  void set_on_release(std::function<void(std::uint64_t)> fn) { on_release_ = std::move(fn); }
 
   // Registers a request and returns its (empty) KV. kAlreadyExists-like kInvalidArgument if the
   // id is in use.
@@ -47,6 +50,7 @@ class PrefillKvStore final : public transfer::BlockSource {
   std::shared_ptr<Entry> Find(std::uint64_t request_id) const;
 
   kv::BlockPool* pool_;
+  std::function<void(std::uint64_t)> on_release_;
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Entry>> entries_;
 };

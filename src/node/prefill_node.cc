@@ -1,7 +1,11 @@
 #include "node/prefill_node.h"
 
+#include <bit>
+
 #include "core/log.h"
 #include "model/sampler.h"
+#include "node/smartgen_messages.h"
+#include "node/smartgen_prefill.h"
 #include "node/transfer_metrics.h"
 
 namespace smartgen::node {
@@ -18,8 +22,9 @@ struct PrefillNode::Job {
   Result<PrefillReply> result = Status(StatusCode::kInternal, "not run");
 };
 
-Result<std::unique_ptr<PrefillNode>> PrefillNode::Create(const NodeConfig& config) {
-  SG_ASSIGN_OR_RETURN(NodeRuntime rt, BuildNodeRuntime(config));
+Result<std::unique_ptr<PrefillNode>> PrefillNode::Create(const NodeConfig& config,
+                                                std::shared_ptr<transfer::Transport> transport) {
+  SG_ASSIGN_OR_RETURN(NodeRuntime rt, BuildNodeRuntime(config, std::move(transport)));
   return std::unique_ptr<PrefillNode>(new PrefillNode(config, std::move(rt)));
 }
 
@@ -40,8 +45,15 @@ PrefillNode::PrefillNode(NodeConfig config, NodeRuntime runtime)
 PrefillNode::~PrefillNode() { Stop(); }
 
 Status PrefillNode::Start() {
+  transfer::EndpointCallbacks cb;
+  cb.on_control = [this](transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
+    OnControl(peer, type, bytes);
+  };
   SG_ASSIGN_OR_RETURN(endpoint_, transfer::Endpoint::Create(rt_.endpoint_config, rt_.transport,
-                                                            &store_, /*sink=*/nullptr));
+                                                            &store_, /*sink=*/nullptr, cb));
+  speculative_ = std::make_unique<SpeculativeSender>(
+      endpoint_.get(), rt_.blocks->geometry().block_bytes(), config_.link_gbps * 1e9 / 8);
+  store_.set_on_release([this](std::uint64_t id) { speculative_->Remove(id); });
   worker_ = std::thread([this] { Worker(); });
   http_.Post("/internal/prefill", [this](const httplib::Request& q, httplib::Response& s) {
     HandlePrefill(q, s);
@@ -95,7 +107,54 @@ void PrefillNode::Stop() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  speculative_.reset();
   endpoint_.reset();
+}
+
+void PrefillNode::OnControl(transfer::PeerId, std::uint32_t type, transfer::ConstBytes bytes) {
+  if (type != static_cast<std::uint32_t>(ControlType::kRequested)) return;
+  std::uint64_t id = 0;
+  std::vector<select::BlockKey> keys;
+  if (DecodeRequested(bytes, &id, &keys).ok()) speculative_->MarkRequested(id, keys);
+}
+
+Status PrefillNode::SendControl(transfer::PeerId peer, ControlType type,
+                                std::span<const std::byte> bytes) {
+  return endpoint_->SendControl(peer, static_cast<std::uint32_t>(type), bytes);
+}
+
+Status PrefillNode::Push(transfer::PeerId peer, std::vector<transfer::BlockRange> ranges,
+                         transfer::Priority priority, core::Deadline deadline) {
+  if (ranges.empty()) return Status::Ok();
+  transfer::TransferRequest t;
+  t.direction = transfer::Direction::kPush;
+  t.priority = priority;
+  t.deadline = deadline;
+  std::int64_t blocks = 0;
+  for (const auto& r : ranges) blocks += r.n_blocks;
+  t.ranges = std::move(ranges);
+  SG_ASSIGN_OR_RETURN(transfer::TransferHandle handle, endpoint_->Post(peer, t));
+  endpoint_->Release(handle);  // nobody polls it; the decode node tracks arrival itself
+  bytes_pushed_->Increment(static_cast<double>(blocks * rt_.blocks->geometry().block_bytes()));
+  return Status::Ok();
+}
+
+double PrefillNode::EstimatePrefillSeconds(std::int64_t n_tokens) const {
+  const int bucket = std::bit_width(static_cast<std::uint64_t>(n_tokens));
+  std::lock_guard<std::mutex> lock(estimate_mu_);
+  if (ms_per_token_.empty()) return n_tokens * 2e-3;  // before any measurement: 500 tok/s
+  // The nearest measured bucket (attention makes longer prompts slower per token).
+  auto it = ms_per_token_.lower_bound(bucket);
+  if (it == ms_per_token_.end()) --it;
+  return n_tokens * it->second / 1e3;
+}
+
+void PrefillNode::RecordPrefill(std::int64_t n_tokens, double seconds) {
+  const int bucket = std::bit_width(static_cast<std::uint64_t>(n_tokens));
+  const double ms = seconds * 1e3 / static_cast<double>(n_tokens);
+  std::lock_guard<std::mutex> lock(estimate_mu_);
+  auto [it, fresh] = ms_per_token_.emplace(bucket, ms);
+  if (!fresh) it->second = 0.7 * it->second + 0.3 * ms;
 }
 
 NodeInfo PrefillNode::Info() const {
@@ -188,29 +247,23 @@ Result<transfer::PeerId> PrefillNode::PeerFor(const std::string& address, core::
 
 Status PrefillNode::PushLayers(transfer::PeerId peer, std::uint64_t request_id, int first_layer,
                                int end_layer, std::int64_t n_blocks, core::Deadline deadline) {
-  transfer::TransferRequest t;
-  t.direction = transfer::Direction::kPush;
-  t.priority = transfer::Priority::kProactive;
-  t.deadline = deadline;
+  std::vector<transfer::BlockRange> ranges;
   const int n_heads = rt_.model->config().n_kv_heads;
   for (int l = first_layer; l < end_layer; ++l) {
     for (int h = 0; h < n_heads; ++h) {
-      t.ranges.push_back({request_id, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(h), 0,
-                          static_cast<std::uint32_t>(n_blocks)});
+      ranges.push_back({request_id, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(h), 0,
+                        static_cast<std::uint32_t>(n_blocks)});
     }
   }
-  SG_ASSIGN_OR_RETURN(transfer::TransferHandle handle, endpoint_->Post(peer, t));
-  endpoint_->Release(handle);  // nobody polls it; the decode node tracks arrival itself
-  bytes_pushed_->Increment(static_cast<double>(t.ranges.size() * n_blocks *
-                                               rt_.blocks->geometry().block_bytes()));
-  return Status::Ok();
+  return Push(peer, std::move(ranges), transfer::Priority::kProactive, deadline);
 }
 
 Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   const core::Deadline deadline = core::Deadline::After(call.timeout_ms * core::kNanosPerMilli);
   const std::uint64_t id = call.request_id;
-  if (call.mode == TransferMode::kColocated) {
-    return InvalidArgument("colocated requests do not use a prefill node");
+  if (call.mode == TransferMode::kColocated || call.mode == TransferMode::kAuto) {
+    return InvalidArgument("mode '{}' is not a prefill node mode (the router resolves auto)",
+                           TransferModeName(call.mode));
   }
   if (static_cast<std::int64_t>(call.prompt.size()) >= rt_.forward->max_context()) {
     return OutOfRange("prompt of {} tokens does not fit the context length {}", call.prompt.size(),
@@ -222,16 +275,52 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   Status st = endpoint_->HoldLease(id);
   const std::int64_t n_blocks = rt_.blocks->geometry().BlocksFor(static_cast<std::int64_t>(call.prompt.size()));
 
+  const std::int64_t n_prompt = static_cast<std::int64_t>(call.prompt.size());
+  const kv::KvGeometry& geometry = rt_.blocks->geometry();
+  const std::int64_t full_kv_bytes =
+      n_blocks * static_cast<std::int64_t>(geometry.block_bytes()) * geometry.n_layers * geometry.n_kv_heads;
+  std::unique_ptr<SmartgenPrefill> sg;
+  SmartgenOptions sg_options;
+  if (call.mode == TransferMode::kSmartgen) {
+    auto parsed = ParseSmartgenOptions(call.options);
+    if (!parsed.ok()) {
+      store_.Remove(id);
+      endpoint_->ReleaseLease(id);
+      return parsed.status();
+    }
+    sg_options = *parsed;
+    // The proactive set is what the link carries while the prefill runs (or a fixed R).
+    std::int64_t budget = full_kv_bytes;
+    if (sg_options.proactive_ratio > 0) {
+      budget = select::ProactiveBudgetForRatio(full_kv_bytes, sg_options.proactive_ratio);
+    } else if (config_.link_gbps > 0) {
+      budget = select::ProactiveBudgetBytes(config_.link_gbps * 1e9 / 8, EstimatePrefillSeconds(n_prompt));
+    }
+    sg = std::make_unique<SmartgenPrefill>(id, rt_.model->config(), geometry, n_prompt, sg_options,
+                                           select::PickProfile(rt_.profiles, n_prompt), budget);
+  }
+
   std::vector<float> logits;
   model::ForwardChunk chunk;
   chunk.kv = &entry->kv;
   chunk.tokens = call.prompt;
   chunk.logits = &logits;
   Status push_status;
+  if (sg) {
+    chunk.on_layer_q = [&](int layer, const float* q, std::int64_t n) { sg->OnLayerQuery(layer, q, n); };
+  }
   chunk.on_layer_kv = [&](int layer, std::int64_t, std::int64_t) {
     store_.MarkLayerDone(id, layer);
-    if (call.mode == TransferMode::kLayerwise && push_status.ok()) {
+    if (!push_status.ok()) return;
+    if (call.mode == TransferMode::kLayerwise) {
       push_status = PushLayers(peer, id, layer, layer + 1, n_blocks, deadline);
+    } else if (sg) {
+      SmartgenPrefill::LayerOutput out = sg->OnLayerDone(layer, entry->kv);
+      push_status = SendControl(peer, ControlType::kSummaries, out.summaries);
+      if (push_status.ok()) push_status = SendControl(peer, ControlType::kProactiveManifest, out.manifest);
+      if (push_status.ok()) {
+        push_status = Push(peer, std::move(out.push), transfer::Priority::kProactive, deadline);
+      }
     }
   };
   core::Stopwatch watch;
@@ -239,7 +328,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   if (st.ok()) st = rt_.forward->Run(chunks);
   const double prefill_ms = watch.ElapsedMillis();
   if (st.ok()) st = push_status;
-  if (st.ok() && call.mode != TransferMode::kLayerwise) {
+  if (st.ok() && call.mode == TransferMode::kFull) {
     st = PushLayers(peer, id, 0, rt_.model->config().n_layers, n_blocks, deadline);
   }
   if (!st.ok()) {
@@ -257,15 +346,18 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   const std::string done = ToJson(PrefillDone{id, first, static_cast<std::int64_t>(call.prompt.size())}).dump();
   SG_RETURN_IF_ERROR(endpoint_->SendControl(peer, static_cast<std::uint32_t>(ControlType::kPrefillDone),
                                             std::as_bytes(std::span(done.data(), done.size()))));
+  if (sg && sg_options.speculative) {
+    speculative_->Add(id, peer, sg->TakeSpeculative(), sg->pushed(), sg_options.pacing, deadline);
+  }
+  RecordPrefill(n_prompt, prefill_ms / 1e3);
   prefills_ok_->Increment();
   prompt_tokens_->Increment(static_cast<double>(call.prompt.size()));
   prefill_seconds_->Observe(prefill_ms / 1e3);
   PrefillReply reply;
   reply.first_token = first;
   reply.prefill_ms = prefill_ms;
-  reply.stats = {{"kv_bytes", n_blocks * rt_.blocks->geometry().block_bytes() *
-                                  rt_.model->config().n_layers * rt_.model->config().n_kv_heads},
-                 {"mode", TransferModeName(call.mode)}};
+  reply.stats = {{"kv_bytes", full_kv_bytes}, {"mode", TransferModeName(call.mode)}};
+  if (sg) reply.stats["smartgen"] = sg->Stats();
   return reply;
 }
 

@@ -9,6 +9,10 @@
 // Prefills run one at a time in arrival order on the node's compute threads. Per mode:
 //   full      - after the prefill, every block is pushed;
 //   layerwise - each layer's blocks are pushed as soon as that layer is computed;
+//   smartgen  - as each layer is computed: its block summaries, then its proactive blocks
+//               (SmartgenPrefill), sized to what the link carries during the prefill; after
+//               the prefill, every other block streams at the lowest priority
+//               (SpeculativeSender) until the decode node is exact or done;
 // and PrefillDone (the first token) goes to the decode node over the same link. The KV stays
 // under a transfer lease until the decode node finishes the request, cancels it, or the lease
 // expires; then it is freed.
@@ -30,13 +34,16 @@
 #include "node/node_config.h"
 #include "node/prefill_kv_store.h"
 #include "node/protocol.h"
+#include "node/speculative_sender.h"
 #include "transfer/endpoint.h"
 
 namespace smartgen::node {
 
 class PrefillNode {
  public:
-  static Result<std::unique_ptr<PrefillNode>> Create(const NodeConfig& config);
+  // `transport` overrides config.transport (tests inject a fault transport).
+  static Result<std::unique_ptr<PrefillNode>> Create(const NodeConfig& config,
+                                              std::shared_ptr<transfer::Transport> transport = nullptr);
   ~PrefillNode();
 
   Status Start();
@@ -60,6 +67,13 @@ class PrefillNode {
   Result<transfer::PeerId> PeerFor(const std::string& address, core::Deadline deadline);
   Status PushLayers(transfer::PeerId peer, std::uint64_t request_id, int first_layer,
                     int end_layer, std::int64_t n_blocks, core::Deadline deadline);
+  Status Push(transfer::PeerId peer, std::vector<transfer::BlockRange> ranges,
+              transfer::Priority priority, core::Deadline deadline);
+  Status SendControl(transfer::PeerId peer, ControlType type, std::span<const std::byte> bytes);
+  void OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes);
+  // The estimated prefill time of n tokens, from past prefills (ms per token by length).
+  double EstimatePrefillSeconds(std::int64_t n_tokens) const;
+  void RecordPrefill(std::int64_t n_tokens, double seconds);
 
   NodeConfig config_;
   NodeRuntime rt_;
@@ -71,6 +85,9 @@ class PrefillNode {
 
   std::mutex peers_mu_;
   std::map<std::string, transfer::PeerId> peers_;
+  std::unique_ptr<SpeculativeSender> speculative_;
+  mutable std::mutex estimate_mu_;
+  std::map<int, double> ms_per_token_;  // log2(n_tokens) bucket -> EWMA
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -79,10 +79,13 @@ struct DecodeEvent {
   static DecodeEvent Error(const Status& status);
 };
 
-// Transfer control message types (prefill node -> decode node).
+// Transfer control message types.
 enum class ControlType : std::uint32_t {
-  kPrefillDone = 1,    // PrefillDone as JSON
-  kPrefillFailed = 2,  // {"request_id", "code", "message"}
+  kPrefillDone = 1,        // prefill -> decode: PrefillDone as JSON
+  kPrefillFailed = 2,      // prefill -> decode: {"request_id", "code", "message"}
+  kSummaries = 3,          // prefill -> decode: a layer's block summaries (smartgen_messages.h)
+  kProactiveManifest = 4,  // prefill -> decode: the blocks a layer's proactive push carries
+  kRequested = 5,          // decode -> prefill: blocks fetched on demand (not to be streamed)
 };
 
 struct PrefillDone {

@@ -139,6 +139,25 @@ void Router::MarkDown(Node* node) const {
 
 std::uint64_t Router::NextRequestId() { return id_base_ + next_id_.fetch_add(1) + 1; }
 
+TransferMode Router::ResolveAuto(const Node& prefill, std::int64_t n_prompt, json* why) const {
+  const model::ModelConfig& c = model_->config();
+  const NodeInfo& info = prefill.info;
+  const std::int64_t bt = std::max(1, info.block_tokens);
+  const std::int64_t blocks = (n_prompt + bt - 1) / bt;
+  const double kv_bytes = static_cast<double>(blocks * bt) * 2.0 * c.n_layers * c.n_kv_heads *
+                          c.head_dim * (info.kv_dtype == "f32" ? 4 : 2);
+  const double ms_per_token = prefill.prefill_ms_per_token.load();
+  const double prefill_ms = (ms_per_token > 0 ? ms_per_token : 2.0) * static_cast<double>(n_prompt);
+  const double link_ms = info.link_gbps > 0 ? kv_bytes * 8 / (info.link_gbps * 1e9) * 1e3 : 0.0;
+  // Layer-wise transfer hides behind prefill when the link moves the KV at least as fast as
+  // prefill produces it.
+  const TransferMode choice =
+      link_ms <= prefill_ms ? TransferMode::kLayerwise : TransferMode::kSmartgen;
+  *why = {{"choice", TransferModeName(choice)}, {"kv_link_ms", link_ms},
+          {"estimated_prefill_ms", prefill_ms}, {"link_gbps", info.link_gbps}};
+  return choice;
+}
+
 Status Router::Health() const {
   const core::Nanos now = core::NowNanos();
   for (const auto& n : decode_) {
@@ -156,17 +175,17 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq,
     SG_ASSIGN_OR_RETURN(mode, ParseTransferMode(rq.mode));
   }
   const TransferMode requested = mode;
-  if (mode == TransferMode::kAuto) mode = TransferMode::kLayerwise;
-  if (mode == TransferMode::kSmartgen) {
-    return Unimplemented("transfer mode 'smartgen' is not available in this build yet");
-  }
-  const bool colocated = mode == TransferMode::kColocated;
-  if (!colocated && prefill_.empty()) {
+  if (mode != TransferMode::kColocated && prefill_.empty()) {
     return FailedPrecondition("mode '{}' needs a prefill node and the router has none",
                               TransferModeName(mode));
   }
+  const bool colocated = mode == TransferMode::kColocated;
   Node* d = Pick(decode_);
   Node* p = colocated ? nullptr : Pick(prefill_);
+  json auto_reason = nullptr;
+  if (mode == TransferMode::kAuto) {
+    mode = ResolveAuto(*p, static_cast<std::int64_t>(rq.prompt.size()), &auto_reason);
+  }
   const std::uint64_t id = NextRequestId();
   const core::Nanos start = core::NowNanos();
   d->in_flight++;
@@ -245,6 +264,9 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq,
     Result<PrefillReply> parsed = reply.ok() ? ParsePrefillReply(*reply) : Result<PrefillReply>(reply.status());
     if (parsed.ok()) {
       prefill_stats = ToJson(*parsed);
+      const double ms_per_token = parsed->prefill_ms / static_cast<double>(rq.prompt.size());
+      const double old = p->prefill_ms_per_token.load();
+      p->prefill_ms_per_token.store(old == 0 ? ms_per_token : 0.7 * old + 0.3 * ms_per_token);
       if (!delivery.Push(0, parsed->first_token)) {
         cancel_at(d);
         cancel_at(p);
@@ -293,6 +315,7 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq,
   json stats = last->stats.is_object() ? last->stats : json::object();
   stats["mode"] = TransferModeName(mode);
   stats["requested_mode"] = TransferModeName(requested);
+  if (!auto_reason.is_null()) stats["auto"] = auto_reason;
   stats["request_id"] = id;
   stats["decode_node"] = d->address.ToString();
   if (p) stats["prefill_node"] = p->address.ToString();

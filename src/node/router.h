@@ -12,6 +12,7 @@
 //   - decode node down mid-request: the client gets kUnavailable at once; the prefill node is
 //     told to cancel. A node that failed is avoided for a while (kNodeBackoff).
 //   - the client going away (on_token false): both nodes are told to cancel.
+// Mode auto is resolved here per request (ResolveAuto), before either node is called.
 //
 // Thread-safety: Generate may be called concurrently.
 #pragma once
@@ -79,6 +80,7 @@ class Router {
     NodeInfo info;
     std::atomic<int> in_flight{0};
     std::atomic<core::Nanos> down_until{0};
+    std::atomic<double> prefill_ms_per_token{0};  // EWMA over its replies (0 = none yet)
   };
   static constexpr core::Nanos kNodeBackoff = core::Seconds(5);
 
@@ -86,6 +88,9 @@ class Router {
   Status Connect();
   // The least-loaded healthy node (or the least-loaded one if none is healthy).
   Node* Pick(std::vector<std::unique_ptr<Node>>& pool) const;
+  // auto mode: layerwise when the link hides the whole transfer behind the prefill, else
+  // smartgen. Uses the prefill node's link rate and its measured prefill speed.
+  TransferMode ResolveAuto(const Node& prefill, std::int64_t n_prompt, nlohmann::json* why) const;
   void MarkDown(Node* node) const;
   std::uint64_t NextRequestId();
 

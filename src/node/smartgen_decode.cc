@@ -1,0 +1,241 @@
+#include "node/smartgen_decode.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "kernels/lse_merge.h"
+#include "select/selective_attention.h"
+
+namespace smartgen::node {
+
+SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceKv* kv,
+                                 kv::Residency* residency, std::int64_t n_prompt,
+                                 const SmartgenOptions& options, const select::Profile* profile,
+                                 FetchFn fetch, RecomputeFn recompute, core::Deadline deadline)
+    : config_(config),
+      kv_(kv),
+      residency_(residency),
+      n_prompt_(n_prompt),
+      options_(options),
+      profile_(profile),
+      fetch_(std::move(fetch)),
+      recompute_(std::move(recompute)),
+      deadline_(deadline),
+      selector_(config, static_cast<std::int32_t>(residency->n_blocks()), options.on_demand, profile),
+      summaries_(config.n_layers),
+      manifest_(config.n_layers),
+      manifest_seen_(config.n_layers, 0),
+      layer_stall_ms_(config.n_layers, 0.0),
+      o2_(static_cast<std::size_t>(config.n_group()) * config.head_dim),
+      lse_(config.n_group()),
+      lse2_(config.n_group()),
+      head_lse_(static_cast<std::size_t>(config.n_kv_heads) * config.n_group()) {}
+
+Status SmartgenSession::AddSummaries(std::span<const std::byte> wire) {
+  SG_ASSIGN_OR_RETURN(select::LayerSummaries s, select::LayerSummaries::Parse(wire));
+  if (s.layer() < 0 || s.layer() >= config_.n_layers || s.n_heads() != config_.n_kv_heads ||
+      s.head_dim() != config_.head_dim || s.n_blocks() != residency_->n_blocks()) {
+    return DataLoss("summaries of layer {} do not match the request's prompt", s.layer());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  summary_bytes_ += static_cast<std::int64_t>(wire.size());
+  summaries_[s.layer()] = std::make_unique<select::LayerSummaries>(std::move(s));
+  return Status::Ok();
+}
+
+Status SmartgenSession::AddManifest(int layer, const std::vector<select::BlockKey>& blocks) {
+  if (layer < 0 || layer >= config_.n_layers) return DataLoss("manifest of layer {}", layer);
+  for (const auto& k : blocks) {
+    if (k.head < 0 || k.head >= config_.n_kv_heads || k.block < 0 || k.block >= residency_->n_blocks()) {
+      return DataLoss("manifest block {}/{} is outside the prompt", k.head, k.block);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  manifest_[layer] = blocks;
+  manifest_seen_[layer] = 1;
+  proactive_blocks_ += static_cast<std::int64_t>(blocks.size());
+  return Status::Ok();
+}
+
+void SmartgenSession::OnLinkDown() {
+  link_down_.store(true);
+  residency_->Wake();
+}
+
+bool SmartgenSession::Ready() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int l = 0; l < config_.n_layers; ++l) {
+    if (!summaries_[l] || !manifest_seen_[l]) return false;
+    for (const auto& k : manifest_[l]) {
+      if (!residency_->present(k.layer, k.head, k.block)) return false;
+    }
+  }
+  return true;
+}
+
+void SmartgenSession::CheckExact() {
+  if (exact_at_ == 0 && residency_->AllPresent()) {
+    exact_at_ = core::NowNanos();
+    if (on_exact_) on_exact_();
+  }
+}
+
+Status SmartgenSession::AttendDense(int layer, const float* q, std::int64_t pos, float* out) {
+  const int g = config_.n_group(), d = config_.head_dim;
+  const kernels::AttentionParams p{d, g, 1.0f / std::sqrt(static_cast<float>(d)), kv_->geometry().dtype};
+  for (int h = 0; h < config_.n_kv_heads; ++h) {
+    refs_.clear();
+    kv_->AllRefs(layer, h, &refs_);
+    kernels::AttendBlocks(p, q + h * g * d, pos, refs_, out + h * g * d, lse_.data());
+  }
+  return Status::Ok();
+}
+
+Status SmartgenSession::Request(int layer, const select::LayerSelection& sel,
+                                std::vector<select::BlockKey>* missing) {
+  scratch_keys_.clear();
+  for (int h = 0; h < static_cast<int>(sel.heads.size()); ++h) {
+    for (std::int32_t b : sel.heads[h]) {
+      if (residency_->present(layer, h, b)) continue;
+      if (missing) missing->push_back({layer, h, b});
+      if (residency_->MarkRequested(layer, h, b)) scratch_keys_.push_back({layer, h, b});
+    }
+  }
+  if (scratch_keys_.empty()) return Status::Ok();
+  blocks_fetched_ += std::ssize(scratch_keys_);
+  const Status st = fetch_(scratch_keys_);
+  if (!st.ok()) {
+    for (const auto& k : scratch_keys_) residency_->MarkAbsent(k.layer, k.head, k.block);
+  }
+  return st;
+}
+
+Status SmartgenSession::Recover(const Status& why) {
+  if (!recovered_) {
+    recovered_ = true;
+    const Status st = recompute_();
+    if (!st.ok()) {
+      return Unavailable("KV fetch failed ({}) and the local recompute failed too: {}",
+                         why.ToString(), st.ToString());
+    }
+  }
+  CheckExact();
+  return Status::Ok();
+}
+
+Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, float* out) {
+  CheckExact();
+  if (exact_at_ != 0 || residency_->LayerComplete(layer)) return AttendDense(layer, q, pos, out);
+  if (link_down_.load() && options_.fetch_on_demand) {
+    SG_RETURN_IF_ERROR(Recover(Unavailable("the KV link is down")));
+    return AttendDense(layer, q, pos, out);
+  }
+  const select::LayerSummaries* summaries;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    summaries = summaries_[layer].get();
+  }
+  if (summaries == nullptr) return Internal("layer {} has no summaries", layer);
+  select::LayerSelection sel;
+  selector_.Select(layer, q, *summaries, &sel);
+
+  std::vector<select::BlockKey> missing;
+  if (options_.fetch_on_demand) {
+    if (options_.predict_next && layer + 1 < config_.n_layers && !residency_->LayerComplete(layer + 1)) {
+      select::LayerSelection predicted;
+      selector_.PredictNext(layer, &predicted);
+      // Prediction is best effort: a failed early request is made again when needed.
+      Request(layer + 1, predicted, nullptr).IgnoreError();
+    }
+    Status st = Request(layer, sel, &missing);
+    if (!st.ok()) {
+      SG_RETURN_IF_ERROR(Recover(st));
+      return AttendDense(layer, q, pos, out);
+    }
+  }
+
+  // Attend over what is here (selected and present, plus the generated tail) while the
+  // missing blocks are in flight.
+  const int g = config_.n_group(), d = config_.head_dim;
+  const kernels::AttentionParams p{d, g, 1.0f / std::sqrt(static_cast<float>(d)), kv_->geometry().dtype};
+  std::vector<std::vector<std::int32_t>> absent(config_.n_kv_heads);
+  std::vector<std::int32_t> here;
+  for (int h = 0; h < config_.n_kv_heads; ++h) {
+    here.clear();
+    for (std::int32_t b : sel.heads[h]) {
+      (residency_->present(layer, h, b) ? here : absent[h]).push_back(b);
+    }
+    refs_.clear();
+    select::SelectedRefs(*kv_, layer, h, n_prompt_, here, pos, &refs_);
+    kernels::AttendBlocks(p, q + h * g * d, pos, refs_, out + h * g * d, head_lse_.data() + h * g);
+  }
+  ++steps_;
+  selected_ += sel.total();
+  missing_ += std::ssize(missing);
+  step_selected_ += sel.total();
+  step_missing_ += std::ssize(missing);
+  if (layer == config_.n_layers - 1) {
+    if (step_ratio_.size() < 64 && step_selected_ > 0) {
+      step_ratio_.push_back(static_cast<double>(step_missing_) / static_cast<double>(step_selected_));
+    }
+    step_selected_ = step_missing_ = 0;
+  }
+  if (missing.empty()) return Status::Ok();
+
+  // Wait for the fetched blocks, then merge their part.
+  const core::Nanos t0 = core::NowNanos();
+  const Status waited = residency_->WaitUntil(
+      [&] {
+        if (link_down_.load()) return true;
+        for (const auto& k : missing) {
+          if (!residency_->present(k.layer, k.head, k.block)) return false;
+        }
+        return true;
+      },
+      deadline_);
+  layer_stall_ms_[layer] += core::ToMillis(core::NowNanos() - t0);
+  bool arrived = waited.ok();
+  for (const auto& k : missing) arrived = arrived && residency_->present(k.layer, k.head, k.block);
+  if (!arrived) {
+    SG_RETURN_IF_ERROR(Recover(waited.ok() ? Unavailable("the KV link went down") : waited));
+    return AttendDense(layer, q, pos, out);
+  }
+  for (int h = 0; h < config_.n_kv_heads; ++h) {
+    if (absent[h].empty()) continue;
+    refs_.clear();
+    select::SelectedRefs(*kv_, layer, h, n_prompt_, absent[h], n_prompt_ - 1, &refs_);
+    kernels::AttendBlocks(p, q + h * g * d, pos, refs_, o2_.data(), lse2_.data());
+    for (int j = 0; j < g; ++j) {
+      kernels::LseMergeInto(d, out + (h * g + j) * d, &head_lse_[h * g + j], o2_.data() + j * d,
+                              lse2_[j]);
+    }
+  }
+  return Status::Ok();
+}
+
+nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_received,
+                                      std::uint64_t requested_received) const {
+  const double block_bytes = static_cast<double>(kv_->geometry().block_bytes());
+  const double proactive = static_cast<double>(proactive_blocks_) * block_bytes;
+  const double on_demand = static_cast<double>(requested_received) * block_bytes;
+  const double received = static_cast<double>(blocks_received) * block_bytes;
+  nlohmann::json j;
+  if (exact_at_ != 0) j["time_to_exact_ms"] = core::ToMillis(exact_at_ - start);
+  j["recomputed_locally"] = recovered_;
+  j["bytes_by_path"] = {{"summaries", summary_bytes_},
+                        {"proactive", proactive},
+                        {"on_demand", on_demand},
+                        {"speculative", std::max(0.0, received - proactive - on_demand)}};
+  j["on_demand_ratio"] = selected_ > 0 ? static_cast<double>(missing_) / static_cast<double>(selected_) : 0.0;
+  j["on_demand_ratio_per_step"] = step_ratio_;
+  j["layer_stall_ms"] = layer_stall_ms_;
+  j["selective_layer_steps"] = steps_;
+  j["blocks_requested"] = blocks_fetched_;
+  j["blocks_total"] = residency_->total_blocks();
+  j["blocks_present"] = residency_->present_total();
+  j["policy"] = selector_.policy_note();
+  return j;
+}
+
+}  // namespace smartgen::node

@@ -1,0 +1,120 @@
+// SmartgenSession: one request's SmartGen state on the decode node - the parallel on-demand
+// path (DESIGN.md section 4.2) as a model::AttentionOverride, plus what the proactive and
+// speculative paths deliver.
+//
+// Before decoding: the prefill node sends every layer's block summaries and the manifest of
+// its proactive blocks; the request may start (Ready) when all have arrived and every manifest
+// block is present.
+// Per decode step and layer (Attend):
+//   - every block present (the request is exact) or the layer complete: dense attention;
+//   - else: select blocks per KV head from the summaries and the query (sinks, local window,
+//     top budget); request the missing ones in one batched high-priority pull (and tell the
+//     prefill node, so its speculative stream skips them); attend over the present selected
+//     blocks and the generated tail while the pull is in flight; when it lands, attend over the
+//     fetched blocks and merge by log-sum-exp. Layer l+1's predicted blocks (layer l's choice)
+//     are requested while layer l runs.
+//   - if the link dies or a fetch times out, the missing KV is recomputed here from the prompt
+//     (Recompute), the request becomes exact, and decoding continues with the right answer.
+//
+// Thread-safety: Attend/Ready run on the decode engine thread; Add*/OnLinkDown on the transfer
+// callback thread; stats are read after the request finished.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "kv/residency.h"
+#include "kv/sequence_kv.h"
+#include "model/forward.h"
+#include "node/smartgen_options.h"
+#include "select/block_summary.h"
+#include "select/on_demand.h"
+#include "select/profile.h"
+
+namespace smartgen::node {
+
+class SmartgenSession final : public model::AttentionOverride {
+ public:
+  // Posts a batched on-demand pull of `keys` (and tells the prefill node); returns at once.
+  using FetchFn = std::function<Status(const std::vector<select::BlockKey>& keys)>;
+  // Computes every absent prompt block here and marks it present.
+  using RecomputeFn = std::function<Status()>;
+
+  SmartgenSession(const model::ModelConfig& config, kv::SequenceKv* kv, kv::Residency* residency,
+                  std::int64_t n_prompt, const SmartgenOptions& options,
+                  const select::Profile* profile, FetchFn fetch, RecomputeFn recompute,
+                  core::Deadline deadline);
+
+  // Control-message intake (any thread).
+  Status AddSummaries(std::span<const std::byte> wire);
+  Status AddManifest(int layer, const std::vector<select::BlockKey>& blocks);
+  void OnLinkDown();
+
+  // Every layer's summaries and manifest arrived and every manifest block is present.
+  bool Ready() const;
+  bool exact() const { return exact_at_ != 0; }
+  // Called once, on the engine thread, when the request becomes exact.
+  void set_on_exact(std::function<void()> fn) { on_exact_ = std::move(fn); }
+
+  Status Attend(int layer, const float* q, std::int64_t pos, float* out) override;
+
+  // time_to_exact_ms, bytes_by_path, on_demand_ratio, per-layer stall, ... `start` is the
+  // request's start on this node.
+  // blocks_received: every verified block copy written for the request; of which
+  // requested_received arrived while asked for on demand.
+  nlohmann::json Stats(core::Nanos start, std::uint64_t blocks_received,
+                       std::uint64_t requested_received) const;
+
+ private:
+  Status AttendDense(int layer, const float* q, std::int64_t pos, float* out);
+  // Marks the absent blocks of `sel` (in `layer`) requested and fetches them; the keys that
+  // still need to arrive are appended to `missing` when not null.
+  Status Request(int layer, const select::LayerSelection& sel,
+                 std::vector<select::BlockKey>* missing);
+  Status Recover(const Status& why);
+  void CheckExact();
+
+  const model::ModelConfig& config_;
+  kv::SequenceKv* kv_;
+  kv::Residency* residency_;
+  std::int64_t n_prompt_;
+  SmartgenOptions options_;
+  const select::Profile* profile_;
+  FetchFn fetch_;
+  RecomputeFn recompute_;
+  core::Deadline deadline_;
+  std::function<void()> on_exact_;
+  select::OnDemandSelector selector_;
+
+  mutable std::mutex mu_;  // guards summaries_, manifest_, link_down_
+  std::vector<std::unique_ptr<select::LayerSummaries>> summaries_;  // [n_layers]
+  std::vector<std::vector<select::BlockKey>> manifest_;             // [n_layers]
+  std::vector<std::uint8_t> manifest_seen_;                         // [n_layers]
+  std::atomic<bool> link_down_{false};
+
+  core::Nanos exact_at_ = 0;
+  bool recovered_ = false;
+  // Engine-thread statistics.
+  std::int64_t steps_ = 0;            // layer-steps through the selective path
+  std::int64_t selected_ = 0, missing_ = 0;
+  std::int64_t blocks_fetched_ = 0;   // pulled on demand (predicted included)
+  std::int64_t summary_bytes_ = 0, proactive_blocks_ = 0;
+  std::vector<double> layer_stall_ms_;     // [n_layers]
+  std::vector<double> step_ratio_;         // on-demand ratio per decode step (first 64)
+  std::int64_t step_selected_ = 0, step_missing_ = 0;
+  std::vector<select::BlockKey> scratch_keys_;
+  std::vector<kernels::KvBlockRef> refs_;
+  std::vector<float> o2_, lse_, lse2_;
+  std::vector<float> head_lse_;  // [n_kv_heads][n_group] LSE of the local pass
+};
+
+}  // namespace smartgen::node

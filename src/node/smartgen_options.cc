@@ -1,0 +1,61 @@
+#include "node/smartgen_options.h"
+
+namespace smartgen::node {
+
+using nlohmann::json;
+
+namespace {
+
+template <typename T>
+Status Take(const json& j, const char* key, T* out, double lo, double hi) {
+  if (!j.contains(key) || j[key].is_null()) return Status::Ok();
+  const json& v = j[key];
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) return InvalidArgument("smartgen option '{}' must be a boolean", key);
+    *out = v.get<bool>();
+  } else {
+    if (!v.is_number()) return InvalidArgument("smartgen option '{}' must be a number", key);
+    const double d = v.get<double>();
+    if (d < lo || d > hi) return InvalidArgument("smartgen option '{}' = {} is outside [{}, {}]", key, d, lo, hi);
+    *out = static_cast<T>(d);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<SmartgenOptions> ParseSmartgenOptions(const json& j) {
+  SmartgenOptions o;
+  if (j.is_null()) return o;
+  if (!j.is_object()) return InvalidArgument("smartgen options must be an object");
+  SG_RETURN_IF_ERROR(Take(j, "budget_fraction", &o.on_demand.budget_fraction, 0.0, 1.0));
+  SG_RETURN_IF_ERROR(Take(j, "budget_blocks", &o.on_demand.budget_blocks, 0, 1 << 20));
+  SG_RETURN_IF_ERROR(Take(j, "min_budget_blocks", &o.on_demand.min_budget_blocks, 0, 1 << 20));
+  SG_RETURN_IF_ERROR(Take(j, "sink_blocks", &o.on_demand.sink_blocks, 0, 1 << 10));
+  SG_RETURN_IF_ERROR(Take(j, "local_blocks", &o.on_demand.local_blocks, 0, 1 << 10));
+  SG_RETURN_IF_ERROR(Take(j, "on_demand", &o.fetch_on_demand, 0, 1));
+  SG_RETURN_IF_ERROR(Take(j, "speculative", &o.speculative, 0, 1));
+  SG_RETURN_IF_ERROR(Take(j, "predict_next", &o.predict_next, 0, 1));
+  SG_RETURN_IF_ERROR(Take(j, "proactive_ratio", &o.proactive_ratio, 0, 1e6));
+  SG_RETURN_IF_ERROR(Take(j, "speculative_fraction", &o.pacing.fraction_per_step, 0.0, 1.0));
+  SG_RETURN_IF_ERROR(Take(j, "query_window", &o.query_window, 1, 1024));
+  o.proactive.sink_blocks = o.on_demand.sink_blocks;
+  o.proactive.last_blocks = o.on_demand.local_blocks;
+  return o;
+}
+
+json ToJson(const SmartgenOptions& o) {
+  return {{"budget_fraction", o.on_demand.budget_fraction},
+          {"budget_blocks", o.on_demand.budget_blocks},
+          {"min_budget_blocks", o.on_demand.min_budget_blocks},
+          {"sink_blocks", o.on_demand.sink_blocks},
+          {"local_blocks", o.on_demand.local_blocks},
+          {"on_demand", o.fetch_on_demand},
+          {"speculative", o.speculative},
+          {"predict_next", o.predict_next},
+          {"proactive_ratio", o.proactive_ratio},
+          {"speculative_fraction", o.pacing.fraction_per_step},
+          {"query_window", o.query_window}};
+}
+
+}  // namespace smartgen::node

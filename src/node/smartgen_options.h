@@ -1,0 +1,38 @@
+// Per-request options of the SmartGen mode (the `smartgen.options` object of a request, passed
+// to both nodes), with the defaults the paper's full system uses. The flags switch off paths for
+// the paper's ablation: proactive only; + parallel on-demand; + speculative.
+//
+//   {"budget_fraction": 0.125, "budget_blocks": 0, "sink_blocks": 1, "local_blocks": 2,
+//    "on_demand": true, "speculative": true, "predict_next": true,
+//    "proactive_ratio": 0, "speculative_fraction": 0.1, "query_window": 32}
+#pragma once
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "select/on_demand.h"
+#include "select/proactive.h"
+#include "select/speculative.h"
+
+namespace smartgen::node {
+
+struct SmartgenOptions {
+  select::OnDemandOptions on_demand;   // selection budget per decode step
+  select::ProactiveOptions proactive;  // sinks/last blocks pushed during prefill
+  select::SpeculativePacing pacing;    // background stream pacing
+  bool fetch_on_demand = true;         // fetch missing selected blocks each step
+  bool speculative = true;             // stream the rest until exact
+  bool predict_next = true;            // request layer l+1's predicted blocks during layer l
+  // Size the proactive set for this transfer ratio instead of the link estimate (0 = estimate).
+  double proactive_ratio = 0;
+  int query_window = 32;               // last prompt queries scoring blocks (SnapKV-style)
+};
+
+// Missing fields keep their defaults; wrong types or ranges are kInvalidArgument naming the
+// field; null means all defaults.
+Result<SmartgenOptions> ParseSmartgenOptions(const nlohmann::json& j);
+nlohmann::json ToJson(const SmartgenOptions& o);
+
+}  // namespace smartgen::node

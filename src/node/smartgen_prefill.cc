@@ -1,0 +1,85 @@
+#include "node/smartgen_prefill.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "node/smartgen_messages.h"
+
+namespace smartgen::node {
+
+std::vector<transfer::BlockRange> ToRanges(std::uint64_t request_id,
+                                           std::span<const select::BlockKey> keys) {
+  std::vector<transfer::BlockRange> ranges;
+  for (const select::BlockKey& k : keys) {
+    if (!ranges.empty()) {
+      transfer::BlockRange& r = ranges.back();
+      if (r.layer == static_cast<std::uint32_t>(k.layer) &&
+          r.kv_head == static_cast<std::uint32_t>(k.head) &&
+          r.end_block() == static_cast<std::uint32_t>(k.block)) {
+        ++r.n_blocks;
+        continue;
+      }
+    }
+    ranges.push_back({request_id, static_cast<std::uint32_t>(k.layer),
+                      static_cast<std::uint32_t>(k.head), static_cast<std::uint32_t>(k.block), 1});
+  }
+  return ranges;
+}
+
+SmartgenPrefill::SmartgenPrefill(std::uint64_t request_id, const model::ModelConfig& config,
+                                 const kv::KvGeometry& geometry, std::int64_t n_prompt,
+                                 const SmartgenOptions& options, const select::Profile* profile,
+                                 std::int64_t budget_bytes)
+    : request_id_(request_id),
+      config_(config),
+      n_prompt_(n_prompt),
+      options_(options),
+      profile_(profile),
+      budget_(select::PlanProactiveBudget(geometry, n_prompt, budget_bytes, profile,
+                                          options.proactive)),
+      plans_(config.n_layers),
+      pushed_(budget_.grid) {}
+
+void SmartgenPrefill::OnLayerQuery(int, const float* q, std::int64_t n_tokens) {
+  const std::int64_t rows = std::min<std::int64_t>(options_.query_window, n_tokens);
+  last_q_rows_ = rows;
+  last_q_.assign(q + (n_tokens - rows) * config_.q_dim(), q + n_tokens * config_.q_dim());
+}
+
+SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::SequenceKv& kv) {
+  LayerOutput out;
+  const select::LayerSummaries summaries = select::LayerSummaries::Build(kv, layer, n_prompt_);
+  const std::vector<std::byte> wire = summaries.Serialize();
+  out.summaries = EncodeSummaries(request_id_, wire);
+  summary_bytes_ += static_cast<std::int64_t>(out.summaries.size());
+
+  std::vector<float> scores;
+  if (last_q_rows_ > 0) {
+    select::RequestScores(config_, kv, layer, n_prompt_, last_q_.data(), last_q_rows_, &scores);
+  }
+  plans_[layer] = select::PlanLayer(budget_, layer, scores, profile_, options_.proactive);
+  std::vector<select::BlockKey> keys;
+  keys.reserve(plans_[layer].push.size());
+  for (const select::PushItem& item : plans_[layer].push) {
+    if (pushed_.Insert(item.key)) keys.push_back(item.key);
+  }
+  pushed_blocks_ += static_cast<std::int64_t>(keys.size());
+  out.manifest = EncodeManifest(request_id_, layer, keys);
+  out.push = ToRanges(request_id_, keys);
+  return out;
+}
+
+select::SpeculativeStream SmartgenPrefill::TakeSpeculative() {
+  return select::SpeculativeStream(select::SpeculativeOrder(plans_));
+}
+
+nlohmann::json SmartgenPrefill::Stats() const {
+  return {{"proactive_budget_bytes", budget_.budget_bytes},
+          {"proactive_blocks", pushed_blocks_},
+          {"proactive_bytes", pushed_blocks_ * static_cast<std::int64_t>(budget_.block_bytes)},
+          {"summary_bytes", summary_bytes_},
+          {"total_blocks", budget_.grid.total()},
+          {"policy", budget_.note}};
+}
+
+}  // namespace smartgen::node

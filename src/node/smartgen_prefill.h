@@ -1,0 +1,73 @@
+// SmartgenPrefill: one request's proactive path on the prefill node (DESIGN.md section 4.1).
+// As each layer finishes in prefill it yields that layer's block summaries, the manifest of
+// its proactive blocks (so the decode node knows what to wait for), and the block ranges to
+// push: sinks and last blocks, dense layers, then the top blocks by profile prior x the
+// attention of the last prompt queries, within the layer's share of a byte budget (what the
+// link carries while prefill runs). After prefill it hands over the speculative order of every
+// block it did not push.
+//
+// Thread-safety: called from the prefill's forward thread only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kv/sequence_kv.h"
+#include "model/model_config.h"
+#include "node/smartgen_options.h"
+#include "select/block_summary.h"
+#include "select/proactive.h"
+#include "select/profile.h"
+#include "select/speculative.h"
+#include "transfer/types.h"
+
+namespace smartgen::node {
+
+class SmartgenPrefill {
+ public:
+  // `profile` may be null (fallback policy); borrowed for the object's life.
+  SmartgenPrefill(std::uint64_t request_id, const model::ModelConfig& config,
+                  const kv::KvGeometry& geometry, std::int64_t n_prompt,
+                  const SmartgenOptions& options, const select::Profile* profile,
+                  std::int64_t budget_bytes);
+
+  // The layer's post-RoPE queries of the whole prompt: keeps the last query_window rows.
+  void OnLayerQuery(int layer, const float* q, std::int64_t n_tokens);
+
+  struct LayerOutput {
+    std::vector<std::byte> summaries;  // kSummaries message
+    std::vector<std::byte> manifest;   // kProactiveManifest message
+    std::vector<transfer::BlockRange> push;  // the layer's proactive blocks, in push order
+  };
+  // Layer `layer`'s K/V of the prompt are in `kv`.
+  LayerOutput OnLayerDone(int layer, const kv::SequenceKv& kv);
+
+  // Every block not pushed proactively, in speculative order; and the pushed set (to skip).
+  select::SpeculativeStream TakeSpeculative();
+  const select::BlockSet& pushed() const { return pushed_; }
+  const select::ProactiveBudget& budget() const { return budget_; }
+  nlohmann::json Stats() const;
+
+ private:
+  std::uint64_t request_id_;
+  const model::ModelConfig& config_;
+  std::int64_t n_prompt_;
+  SmartgenOptions options_;
+  const select::Profile* profile_;
+  select::ProactiveBudget budget_;
+  std::vector<float> last_q_;  // [n_rows][q_dim] of the layer being computed
+  std::int64_t last_q_rows_ = 0;
+  std::vector<select::LayerPushPlan> plans_;  // [n_layers], filled as layers finish
+  select::BlockSet pushed_;
+  std::int64_t summary_bytes_ = 0;
+  std::int64_t pushed_blocks_ = 0;
+};
+
+// Groups consecutive keys of one (layer, head) with adjacent block indices into ranges,
+// keeping their order.
+std::vector<transfer::BlockRange> ToRanges(std::uint64_t request_id,
+                                           std::span<const select::BlockKey> keys);
+
+}  // namespace smartgen::node
