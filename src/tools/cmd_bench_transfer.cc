@@ -2,7 +2,8 @@
 // (this one, the decode side, and a forked prefill side) over tcp or ucx, or inside one process
 // over loopback. Throughput: one pull of --bytes in --block-bytes blocks. Latency: sequential
 // on-demand pulls of --batch-bytes on the idle link, p50/p99. With --link-gbps the sender is
-// shaped by the engine's token bucket; --iperf3 also measures iperf3 on the same loopback.
+// shaped by the engine's token bucket; --iperf3 also measures iperf3 on the same loopback,
+// interleaved with --reps passes (medians compared).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,8 +41,8 @@ struct BenchTransferOptions {
   int latency_samples = 200;
   std::uint64_t max_frame_bytes = 1 << 20;
   bool warmup = true;
+  int reps = 1;
   bool iperf3 = false;
-  double iperf3_seconds = 3;
   bool json = false;
 };
 
@@ -127,13 +128,35 @@ double Percentile(std::vector<double> v, double p) {
 }
 
 struct Measured {
-  double seconds = 0;
-  double goodput_gbps = 0;
+  double seconds = 0;       // median over the repetitions
+  double goodput_gbps = 0;  // median over the repetitions
+  std::vector<double> rep_gbps;
+  std::vector<double> iperf3_gbps;  // iperf3 runs interleaved with the repetitions
   double p50_ms = 0;
   double p99_ms = 0;
   int samples = 0;
   transfer::Metrics metrics;
 };
+
+// iperf3 moving `bytes` over 127.0.0.1 (-n) from one small, cache-resident buffer: the
+// reference for unshaped tcp. Gbit/s.
+Result<double> RunIperf3(std::uint64_t bytes) {
+  const int port = 5200 + static_cast<int>(getpid() % 700);
+  const std::string server = fmt::format("iperf3 -s -1 -p {} >/dev/null 2>&1 &", port);
+  if (std::system(server.c_str()) != 0) return Unavailable("cannot start iperf3 (install iperf3)");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string client =
+      fmt::format("iperf3 -c 127.0.0.1 -p {} -n {} -J 2>/dev/null", port, bytes);
+  FILE* pipe = popen(client.c_str(), "r");
+  if (pipe == nullptr) return Unavailable("cannot run iperf3");
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  if (pclose(pipe) != 0) return Unavailable("iperf3 failed");
+  const auto json = nlohmann::json::parse(out, nullptr, false);
+  if (json.is_discarded() || !json.contains("end")) return DataLoss("unreadable iperf3 output");
+  return json["end"]["sum_received"]["bits_per_second"].get<double>() / 1e9;
+}
 
 // The decode side: connects to `address`, pulls the bulk request, then the latency batches.
 Result<Measured> Measure(const BenchTransferOptions& o, const Layout& l,
@@ -148,18 +171,30 @@ Result<Measured> Measure(const BenchTransferOptions& o, const Layout& l,
   Measured m;
 
   // A warm-up pass first: the first touch of fresh memory (ours and the kernel's socket
-  // buffers) is slow on some VMs and would be measured instead of the link.
-  for (int pass = 0; pass < (o.warmup ? 2 : 1); ++pass) {
+  // buffers) is slow on some VMs and would be measured instead of the link. Then `reps`
+  // measured passes (iperf3 moving the same bytes after each, with --iperf3); medians reported.
+  const double bytes = static_cast<double>(kLayers) * kHeads * l.bulk_per_row * o.block_bytes;
+  std::vector<double> seconds;
+  for (int pass = o.warmup ? -1 : 0; pass < o.reps; ++pass) {
     store.ResetPresence(kBulkRequest);
     core::Stopwatch watch;
     SG_ASSIGN_OR_RETURN(auto bulk, ep->Post(peer, {transfer::Direction::kPull,
                                                    transfer::Priority::kSpeculative,
                                                    BulkRanges(l)}));
     SG_RETURN_IF_ERROR(ep->Wait(bulk, Deadline::After(core::Seconds(600))));
-    m.seconds = watch.ElapsedSeconds();
+    const double elapsed = watch.ElapsedSeconds();
     ep->Release(bulk);
+    if (pass < 0) continue;
+    seconds.push_back(elapsed);
+    m.rep_gbps.push_back(bytes * 8 / elapsed / 1e9);
+    if (o.iperf3) {
+      // At least 256 MiB, so that iperf3's own start-up does not count against it.
+      SG_ASSIGN_OR_RETURN(double gbps, RunIperf3(std::max<std::uint64_t>(
+                                           static_cast<std::uint64_t>(bytes), 256ull << 20)));
+      m.iperf3_gbps.push_back(gbps);
+    }
   }
-  const double bytes = static_cast<double>(kLayers) * kHeads * l.bulk_per_row * o.block_bytes;
+  m.seconds = Percentile(seconds, 0.5);
   m.goodput_gbps = bytes * 8 / m.seconds / 1e9;
   SG_RETURN_IF_ERROR(store.VerifyRequest(kBulkRequest).WithContext("bulk bytes"));
   if (store.PresentBlocks(kBulkRequest) != std::uint64_t{kLayers} * kHeads * l.bulk_per_row) {
@@ -187,25 +222,6 @@ Result<Measured> Measure(const BenchTransferOptions& o, const Layout& l,
   m.metrics = ep->GetMetrics();
   ep->Disconnect(peer);
   return m;
-}
-
-// iperf3 on 127.0.0.1 for the same number of seconds: the reference for unshaped tcp.
-Result<double> RunIperf3(double seconds) {
-  const int port = 5200 + static_cast<int>(getpid() % 700);
-  const std::string server = fmt::format("iperf3 -s -1 -p {} >/dev/null 2>&1 &", port);
-  if (std::system(server.c_str()) != 0) return Unavailable("cannot start iperf3 (install iperf3)");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const std::string client = fmt::format("iperf3 -c 127.0.0.1 -p {} -t {} -J 2>/dev/null", port,
-                                         std::max(1, static_cast<int>(seconds)));
-  FILE* pipe = popen(client.c_str(), "r");
-  if (pipe == nullptr) return Unavailable("cannot run iperf3");
-  std::string out;
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
-  if (pclose(pipe) != 0) return Unavailable("iperf3 failed");
-  const auto json = nlohmann::json::parse(out, nullptr, false);
-  if (json.is_discarded() || !json.contains("end")) return DataLoss("unreadable iperf3 output");
-  return json["end"]["sum_received"]["bits_per_second"].get<double>() / 1e9;
 }
 
 Status BenchTransfer(const BenchTransferOptions& o) {
@@ -265,6 +281,8 @@ Status BenchTransfer(const BenchTransferOptions& o) {
       {"batch_bytes", l.batch_blocks * o.block_bytes},
       {"seconds", m.seconds},
       {"goodput_gbps", m.goodput_gbps},
+      {"reps", o.reps},
+      {"goodput_gbps_reps", m.rep_gbps},
       {"p50_ms", m.p50_ms},
       {"p99_ms", m.p99_ms},
       {"latency_samples", m.samples},
@@ -288,15 +306,16 @@ Status BenchTransfer(const BenchTransferOptions& o) {
                 l.batch_blocks * o.block_bytes / 1024.0, m.p50_ms, m.p99_ms);
   }
   if (o.iperf3) {
-    SG_ASSIGN_OR_RETURN(double gbps, RunIperf3(o.iperf3_seconds));
+    const double gbps = Percentile(m.iperf3_gbps, 0.5);
     if (o.json) {
-      nlohmann::json ref = {{"transport", "iperf3"}, {"link_gbps", 0},
-                            {"seconds", o.iperf3_seconds}, {"goodput_gbps", gbps},
-                            {"tcp_vs_iperf3", m.goodput_gbps / gbps}};
+      nlohmann::json ref = {{"transport", "iperf3"},     {"link_gbps", 0},
+                            {"bytes", bytes},             {"reps", o.reps},
+                            {"goodput_gbps", gbps},       {"goodput_gbps_reps", m.iperf3_gbps},
+                            {"vs_iperf3", m.goodput_gbps / gbps}};
       std::printf("%s\n", ref.dump().c_str());
     } else {
-      std::printf("iperf3   loopback %.3f Gbit/s; %s reached %.1f%% of it\n", gbps,
-                  o.transport.c_str(), 100 * m.goodput_gbps / gbps);
+      std::printf("iperf3   loopback %.3f Gbit/s (median of %d); %s reached %.1f%% of it\n", gbps,
+                  o.reps, o.transport.c_str(), 100 * m.goodput_gbps / gbps);
     }
   }
   std::fflush(stdout);
@@ -334,7 +353,11 @@ void RegisterBenchTransfer(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_flag("--warmup,!--no-warmup", o->warmup,
                  "move the bytes once before measuring (default on)");
-  cmd->add_flag("--iperf3", o->iperf3, "also measure iperf3 on 127.0.0.1 (tcp reference)");
+  cmd->add_option("--reps", o->reps, "measured passes (the median is reported)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--iperf3", o->iperf3,
+                "after each pass, iperf3 moves the same bytes on 127.0.0.1 (tcp reference)");
   cmd->add_flag("--json", o->json, "one JSON object per line");
   cmd->callback([o] {
     if (int rc = ReportStatus("bench transfer", BenchTransfer(*o))) throw CLI::RuntimeError(rc);
