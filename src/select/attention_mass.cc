@@ -43,10 +43,9 @@ void BlockAttentionMass(const kernels::AttentionParams& p, const float* q, std::
     std::memcpy(queries.data() + r * n_q * d, q + r * q_stride, n_q * d * sizeof(float));
   }
   logits.resize(n_heads_rows * n_keys);
-  const kernels::WeightView k_view{p.dtype == kernels::KvDType::kF32 ? gguf::GgmlType::kF32
-                                                                     : gguf::GgmlType::kF16,
-                                   keys.data(), static_cast<std::int64_t>(n_keys),
-                                   static_cast<std::int64_t>(d)};
+  const kernels::WeightView k_view{
+      p.dtype == kernels::KvDType::kF32 ? gguf::GgmlType::kF32 : gguf::GgmlType::kF16, keys.data(),
+      static_cast<std::int64_t>(n_keys), static_cast<std::int64_t>(d)};
   kernels::MatMul(k_view, queries.data(), static_cast<std::int64_t>(n_heads_rows), logits.data(),
                   nullptr);
 

@@ -1,19 +1,20 @@
 #include "select/block_summary.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include <xxhash.h>
-
 #include "kernels/fp16.h"
 
 namespace smartgen::select {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "the summary wire format is little-endian");
+static_assert(std::endian::native == std::endian::little,
+              "the summary wire format is little-endian");
 
 constexpr char kMagic[4] = {'S', 'G', 'B', 'S'};
 
@@ -50,9 +51,8 @@ T Get(const std::byte*& p) {
 
 }  // namespace
 
-LayerSummaries LayerSummaries::BuildFromKeys(int layer, int n_heads, int head_dim,
-                                             int block_tokens, std::int64_t n_tokens,
-                                             std::span<const float> keys) {
+LayerSummaries LayerSummaries::BuildFromKeys(int layer, int n_heads, int head_dim, int block_tokens,
+                                             std::int64_t n_tokens, std::span<const float> keys) {
   LayerSummaries s;
   s.layer_ = layer;
   s.n_heads_ = n_heads;
@@ -95,8 +95,8 @@ LayerSummaries LayerSummaries::Build(const kv::SequenceKv& kv, int layer, std::i
   for (int h = 0; h < g.n_kv_heads; ++h) {
     for (std::size_t b = 0; b < nb; ++b) {
       const kernels::KvBlockRef ref = kv.Ref(layer, h, static_cast<std::int64_t>(b));
-      const std::int64_t rows =
-          std::min<std::int64_t>(g.block_tokens, n_tokens - static_cast<std::int64_t>(b) * g.block_tokens);
+      const std::int64_t rows = std::min<std::int64_t>(
+          g.block_tokens, n_tokens - static_cast<std::int64_t>(b) * g.block_tokens);
       float* mn = mins.data() + (h * nb + b) * d;
       float* mx = maxs.data() + (h * nb + b) * d;
       std::fill(mn, mn + d, std::numeric_limits<float>::infinity());
@@ -130,8 +130,8 @@ void LayerSummaries::Finish(const std::vector<float>& mins, const std::vector<fl
     float* scale = scales_.data() + h * d;
     for (std::size_t b = 0; b < nb; ++b) {
       for (std::size_t i = 0; i < d; ++i) {
-        scale[i] = std::max({scale[i], std::abs(mins[(h * nb + b) * d + i]),
-                             std::abs(maxs[(h * nb + b) * d + i])});
+        scale[i] = std::max(
+            {scale[i], std::abs(mins[(h * nb + b) * d + i]), std::abs(maxs[(h * nb + b) * d + i])});
       }
     }
     for (std::size_t i = 0; i < d; ++i) {
@@ -155,9 +155,9 @@ void LayerSummaries::Finish(const std::vector<float>& mins, const std::vector<fl
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
-static void ScoreChannels(const std::int8_t* mn_plane, const std::int8_t* mx_plane,
-                          std::size_t n_blocks, std::size_t head_dim, const float* pos,
-                          const float* neg, float* __restrict acc) {
+static void
+ScoreChannels(const std::int8_t* mn_plane, const std::int8_t* mx_plane, std::size_t n_blocks,
+              std::size_t head_dim, const float* pos, const float* neg, float* __restrict acc) {
   for (std::size_t b = 0; b < n_blocks; ++b) acc[b] = 0.0f;
   for (std::size_t i = 0; i < head_dim; ++i) {
     const float p = pos[i], n = neg[i];
@@ -193,7 +193,8 @@ void LayerSummaries::UpperBounds(int head, const float* q, int n_q, float* score
 }
 
 std::size_t LayerSummaries::serialized_bytes() const {
-  return kSummaryHeaderBytes + scales_.size() * sizeof(float) + bounds_.size() + sizeof(std::uint64_t);
+  return kSummaryHeaderBytes + scales_.size() * sizeof(float) + bounds_.size() +
+         sizeof(std::uint64_t);
 }
 
 std::vector<std::byte> LayerSummaries::Serialize() const {
@@ -244,8 +245,10 @@ Result<LayerSummaries> LayerSummaries::Parse(std::span<const std::byte> bytes) {
   // Bounds keep the size arithmetic below far from overflow; real models are much smaller.
   if (layer > 4096 || n_heads == 0 || n_heads > 4096 || head_dim == 0 || head_dim > 4096 ||
       block_tokens == 0 || block_tokens > 65536 || n_blocks > (1u << 26)) {
-    return DataLoss("block summaries: implausible header (layer {}, {} heads, head_dim {}, block "
-                    "{} tokens, {} blocks)", layer, n_heads, head_dim, block_tokens, n_blocks);
+    return DataLoss(
+        "block summaries: implausible header (layer {}, {} heads, head_dim {}, block "
+        "{} tokens, {} blocks)",
+        layer, n_heads, head_dim, block_tokens, n_blocks);
   }
   if (n_tokens > std::uint64_t{n_blocks} * block_tokens ||
       (n_blocks > 0 && n_tokens <= std::uint64_t{n_blocks - 1} * block_tokens)) {
@@ -256,8 +259,10 @@ Result<LayerSummaries> LayerSummaries::Parse(std::span<const std::byte> bytes) {
   const std::uint64_t n_bounds = n_scales * 2 * n_blocks;
   const std::uint64_t want = kSummaryHeaderBytes + n_scales * 4 + n_bounds + 8;
   if (bytes.size() != want) {
-    return DataLoss("block summaries: message of {} bytes, header says {} (layer {}, {} heads, "
-                    "{} blocks, head_dim {})", bytes.size(), want, layer, n_heads, n_blocks, head_dim);
+    return DataLoss(
+        "block summaries: message of {} bytes, header says {} (layer {}, {} heads, "
+        "{} blocks, head_dim {})",
+        bytes.size(), want, layer, n_heads, n_blocks, head_dim);
   }
   std::uint64_t checksum;
   std::memcpy(&checksum, bytes.data() + want - 8, 8);

@@ -19,11 +19,12 @@ OnDemandSelector::OnDemandSelector(const model::ModelConfig& config, std::int32_
       dense_(config.n_layers, 0),
       streaming_(std::size_t(config.n_layers) * config.n_kv_heads, 0),
       last_(config.n_layers) {
-  budget_ = options.budget_blocks > 0
-                ? options.budget_blocks
-                : std::max<std::int32_t>(options.min_budget_blocks,
-                                         static_cast<std::int32_t>(std::ceil(
-                                             options.budget_fraction * n_prompt_blocks)));
+  budget_ =
+      options.budget_blocks > 0
+          ? options.budget_blocks
+          : std::max<std::int32_t>(
+                options.min_budget_blocks,
+                static_cast<std::int32_t>(std::ceil(options.budget_fraction * n_prompt_blocks)));
   if (profile_ != nullptr) {
     note_ = "profile " + profile_->model_name + " bucket [" +
             std::to_string(profile_->min_prompt_tokens) + ", " +

@@ -72,12 +72,12 @@ class OnDemandSelector {
   OnDemandOptions options_;
   const Profile* profile_;
   std::int32_t budget_;
-  std::vector<std::uint8_t> dense_;       // [n_layers]
-  std::vector<std::uint8_t> streaming_;   // [n_layers * n_kv_heads]
+  std::vector<std::uint8_t> dense_;      // [n_layers]
+  std::vector<std::uint8_t> streaming_;  // [n_layers * n_kv_heads]
   std::string note_;
-  std::vector<LayerSelection> last_;      // [n_layers]
-  std::vector<float> scores_;             // scratch [n_blocks]
-  std::vector<std::int32_t> order_;       // scratch [n_blocks]
+  std::vector<LayerSelection> last_;  // [n_layers]
+  std::vector<float> scores_;         // scratch [n_blocks]
+  std::vector<std::int32_t> order_;   // scratch [n_blocks]
 };
 
 }  // namespace smartgen::select

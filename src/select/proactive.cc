@@ -1,10 +1,10 @@
 #include "select/proactive.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "select/attention_mass.h"
 #include "select/block_summary.h"
@@ -104,7 +104,8 @@ void RequestScores(const model::ModelConfig& config, const kv::SequenceKv& kv, i
     std::vector<kernels::KvBlockRef> refs;
     for (std::int64_t h = begin; h < end; ++h) {
       refs.clear();
-      SelectedRefs(kv, layer, static_cast<int>(h), n_prompt_tokens, all, n_prompt_tokens - 1, &refs);
+      SelectedRefs(kv, layer, static_cast<int>(h), n_prompt_tokens, all, n_prompt_tokens - 1,
+                   &refs);
       BlockAttentionMass(p, q_rows + std::size_t(h) * config.n_group() * config.head_dim,
                          config.q_dim(), n_rows, n_prompt_tokens - n_rows, refs,
                          scores->data() + std::size_t(h) * nb);
@@ -130,11 +131,13 @@ LayerPushPlan PlanLayer(const ProactiveBudget& budget, int layer,
     for (std::int32_t b = 0; b < e.sinks; ++b) plan.push.push_back({{layer, h, b}, 0, 0.0f});
   }
   for (int h = 0; h < n_heads; ++h) {
-    for (std::int32_t b = nb - 1; b >= e.last_begin; --b) plan.push.push_back({{layer, h, b}, 0, 0.0f});
+    for (std::int32_t b = nb - 1; b >= e.last_begin; --b)
+      plan.push.push_back({{layer, h, b}, 0, 0.0f});
   }
   if (budget.dense[layer]) {
     for (int h = 0; h < n_heads; ++h) {
-      for (std::int32_t b = e.sinks; b < e.last_begin; ++b) plan.push.push_back({{layer, h, b}, 0, 0.0f});
+      for (std::int32_t b = e.sinks; b < e.last_begin; ++b)
+        plan.push.push_back({{layer, h, b}, 0, 0.0f});
     }
     return plan;
   }
@@ -150,7 +153,8 @@ LayerPushPlan PlanLayer(const ProactiveBudget& budget, int layer,
     for (std::int32_t b = e.sinks; b < e.last_begin; ++b) {
       float prior = 1.0f;
       if (profile != nullptr) {
-        prior = options.prior_floor + (1.0f - options.prior_floor) * profile->Prior(layer, h, b, nb);
+        prior =
+            options.prior_floor + (1.0f - options.prior_floor) * profile->Prior(layer, h, b, nb);
       }
       const float req = have_scores ? request_scores[std::size_t(h) * nb + b] : 1.0f;
       cand.push_back({prior * req, h, b});

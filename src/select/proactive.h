@@ -52,15 +52,15 @@ inline std::int64_t ProactiveBudgetForRatio(std::int64_t full_kv_bytes, double t
 }
 
 struct ProactiveBudget {
-  BlockGrid grid;                           // the prompt's blocks
-  std::size_t block_bytes = 0;              // one block, K and V
-  std::int64_t budget_bytes = 0;            // what was asked for
-  std::int64_t summary_bytes = 0;           // all layers' summary messages
-  std::vector<std::uint8_t> dense;          // [n_layers] pushed in full
-  std::vector<std::int64_t> layer_blocks;   // [n_layers] blocks pushed, all heads, all rounds
-  std::int64_t planned_bytes = 0;           // summaries + blocks; may exceed budget_bytes only
-                                            // when summaries + sinks + last blocks alone do
-  std::string note;                         // profile or fallback, and what did not fit
+  BlockGrid grid;                          // the prompt's blocks
+  std::size_t block_bytes = 0;             // one block, K and V
+  std::int64_t budget_bytes = 0;           // what was asked for
+  std::int64_t summary_bytes = 0;          // all layers' summary messages
+  std::vector<std::uint8_t> dense;         // [n_layers] pushed in full
+  std::vector<std::int64_t> layer_blocks;  // [n_layers] blocks pushed, all heads, all rounds
+  std::int64_t planned_bytes = 0;          // summaries + blocks; may exceed budget_bytes only
+                                           // when summaries + sinks + last blocks alone do
+  std::string note;                        // profile or fallback, and what did not fit
 };
 
 // n_prompt_tokens > 0. `profile` may be null (borrowed for the call only).

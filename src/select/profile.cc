@@ -1,9 +1,9 @@
 #include "select/profile.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/mapped_file.h"
@@ -48,14 +48,16 @@ Status Profile::Validate(const model::ModelConfig& config, std::uint64_t model_f
   if (fingerprint != model_fingerprint) {
     return FailedPrecondition(
         "profile was made for model '{}' (fingerprint {:016x}), not this one ({:016x}); run "
-        "`smartgen profile` for this model", model_name, fingerprint, model_fingerprint);
+        "`smartgen profile` for this model",
+        model_name, fingerprint, model_fingerprint);
   }
-  if (n_layers != config.n_layers || n_heads != config.n_heads ||
-      n_kv_heads != config.n_kv_heads || head_dim != config.head_dim) {
+  if (n_layers != config.n_layers || n_heads != config.n_heads || n_kv_heads != config.n_kv_heads ||
+      head_dim != config.head_dim) {
     return FailedPrecondition(
         "profile shape (layers {}, heads {}, kv heads {}, head_dim {}) does not match the model "
-        "(layers {}, heads {}, kv heads {}, head_dim {})", n_layers, n_heads, n_kv_heads,
-        head_dim, config.n_layers, config.n_heads, config.n_kv_heads, config.head_dim);
+        "(layers {}, heads {}, kv heads {}, head_dim {})",
+        n_layers, n_heads, n_kv_heads, head_dim, config.n_layers, config.n_heads, config.n_kv_heads,
+        config.head_dim);
   }
   if (block_tokens != kv_block_tokens) {
     return FailedPrecondition("profile was measured with {}-token blocks, the KV cache uses {}",
@@ -68,18 +70,17 @@ std::string ProfileToJson(const Profile& p) {
   json j;
   j["format"] = kFormat;
   j["version"] = p.version;
-  j["model"] = {{"name", p.model_name},
-                {"fingerprint", fmt::format("{:016x}", p.fingerprint)},
-                {"n_layers", p.n_layers},
-                {"n_heads", p.n_heads},
-                {"n_kv_heads", p.n_kv_heads},
-                {"head_dim", p.head_dim}};
+  j["model"] = {
+      {"name", p.model_name},       {"fingerprint", fmt::format("{:016x}", p.fingerprint)},
+      {"n_layers", p.n_layers},     {"n_heads", p.n_heads},
+      {"n_kv_heads", p.n_kv_heads}, {"head_dim", p.head_dim}};
   j["block_tokens"] = p.block_tokens;
   j["bucket"] = {{"min_prompt_tokens", p.min_prompt_tokens},
                  {"max_prompt_tokens", p.max_prompt_tokens}};
   j["calibration"] = {{"n_prompts", p.n_prompts},
                       {"decode_steps", p.decode_steps},
                       {"top_blocks", p.top_blocks},
+                      {"top_fraction", p.top_fraction},
                       {"sink_blocks", p.sink_blocks},
                       {"local_blocks", p.local_blocks},
                       {"n_position_buckets", p.n_position_buckets}};
@@ -117,8 +118,10 @@ Result<Profile> ProfileFromJson(std::string_view text) {
   Profile p;
   p.version = j["version"].get<int>();
   if (p.version != kProfileVersion) {
-    return Unimplemented("profile version {} (this build reads version {}); re-run `smartgen "
-                         "profile`", p.version, kProfileVersion);
+    return Unimplemented(
+        "profile version {} (this build reads version {}); re-run `smartgen "
+        "profile`",
+        p.version, kProfileVersion);
   }
   try {
     const json& m = j.at("model");
@@ -138,19 +141,21 @@ Result<Profile> ProfileFromJson(std::string_view text) {
     p.n_prompts = c.at("n_prompts").get<int>();
     p.decode_steps = c.at("decode_steps").get<int>();
     p.top_blocks = c.at("top_blocks").get<int>();
+    p.top_fraction = c.at("top_fraction").get<float>();
     p.sink_blocks = c.at("sink_blocks").get<int>();
     p.local_blocks = c.at("local_blocks").get<int>();
     p.n_position_buckets = c.at("n_position_buckets").get<int>();
     p.recall_budgets = j.at("recall_budgets").get<std::vector<int>>();
     p.dense_layers = j.at("dense_layers").get<std::vector<int>>();
-    if (p.n_layers <= 0 || p.n_kv_heads <= 0 || p.n_heads % p.n_kv_heads != 0 ||
-        p.head_dim <= 0 || p.block_tokens <= 0 || p.n_position_buckets <= 0 ||
-        p.n_position_buckets > 4096 || p.min_prompt_tokens > p.max_prompt_tokens) {
+    if (p.n_layers <= 0 || p.n_kv_heads <= 0 || p.n_heads % p.n_kv_heads != 0 || p.head_dim <= 0 ||
+        p.block_tokens <= 0 || p.n_position_buckets <= 0 || p.n_position_buckets > 4096 ||
+        p.min_prompt_tokens > p.max_prompt_tokens) {
       return InvalidArgument("profile: inconsistent shape or bucket");
     }
     std::sort(p.dense_layers.begin(), p.dense_layers.end());
     for (int l : p.dense_layers) {
-      if (l < 0 || l >= p.n_layers) return InvalidArgument("profile: dense layer {} out of range", l);
+      if (l < 0 || l >= p.n_layers)
+        return InvalidArgument("profile: dense layer {} out of range", l);
     }
     const json& layers = j.at("layers");
     if (!layers.is_array() || static_cast<int>(layers.size()) != p.n_layers) {
@@ -159,7 +164,8 @@ Result<Profile> ProfileFromJson(std::string_view text) {
     const std::size_t nb = p.recall_budgets.size();
     for (const json& lj : layers) {
       LayerProfile lp;
-      SG_RETURN_IF_ERROR(ReadFloats(lj.at("oracle_recall"), "oracle_recall", nb, &lp.oracle_recall));
+      SG_RETURN_IF_ERROR(
+          ReadFloats(lj.at("oracle_recall"), "oracle_recall", nb, &lp.oracle_recall));
       SG_RETURN_IF_ERROR(ReadFloats(lj.at("quest_recall"), "quest_recall", nb, &lp.quest_recall));
       lp.mean_streaming_score = lj.at("mean_streaming_score").get<float>();
       const json& heads = lj.at("heads");
@@ -169,9 +175,12 @@ Result<Profile> ProfileFromJson(std::string_view text) {
       for (const json& hj : heads) {
         HeadProfile h;
         SG_RETURN_IF_ERROR(ReadFloats(hj.at("position_freq"), "position_freq",
-                                      static_cast<std::size_t>(p.n_position_buckets), &h.position_freq));
-        SG_RETURN_IF_ERROR(ReadFloats(hj.at("first_freq"), "first_freq", kProfileEdgeBlocks, &h.first_freq));
-        SG_RETURN_IF_ERROR(ReadFloats(hj.at("last_freq"), "last_freq", kProfileEdgeBlocks, &h.last_freq));
+                                      static_cast<std::size_t>(p.n_position_buckets),
+                                      &h.position_freq));
+        SG_RETURN_IF_ERROR(
+            ReadFloats(hj.at("first_freq"), "first_freq", kProfileEdgeBlocks, &h.first_freq));
+        SG_RETURN_IF_ERROR(
+            ReadFloats(hj.at("last_freq"), "last_freq", kProfileEdgeBlocks, &h.last_freq));
         h.streaming_score = hj.at("streaming_score").get<float>();
         lp.heads.push_back(std::move(h));
       }
@@ -198,7 +207,7 @@ const Profile* PickProfile(std::span<const Profile> profiles, std::int64_t n) {
   const Profile* best = nullptr;
   std::int64_t best_gap = 0;
   for (const Profile& p : profiles) {
-    const std::int64_t gap = p.Covers(n) ? 0
+    const std::int64_t gap = p.Covers(n)               ? 0
                              : n < p.min_prompt_tokens ? p.min_prompt_tokens - n
                                                        : n - p.max_prompt_tokens;
     if (best == nullptr || gap < best_gap) {

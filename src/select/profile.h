@@ -43,7 +43,7 @@ struct HeadProfile {
 };
 
 struct LayerProfile {
-  std::vector<HeadProfile> heads;  // [n_kv_heads]
+  std::vector<HeadProfile> heads;    // [n_kv_heads]
   std::vector<float> oracle_recall;  // [recall_budgets.size()]
   std::vector<float> quest_recall;   // [recall_budgets.size()]
   float mean_streaming_score = 0;
@@ -64,12 +64,13 @@ struct Profile {
   std::int64_t max_prompt_tokens = 0;
   int n_prompts = 0;
   int decode_steps = 0;
-  int top_blocks = 0;     // the budget of position_freq's "top" (per KV head)
+  int top_blocks = 0;      // position_freq's "top": this many blocks per KV head, or when 0
+  float top_fraction = 0;  // this share of the prompt's blocks (at least one)
   int sink_blocks = 1;
   int local_blocks = 2;
   int n_position_buckets = 0;
-  std::vector<int> recall_budgets;  // k values of recall-vs-budget (blocks per KV head)
-  std::vector<int> dense_layers;    // ascending
+  std::vector<int> recall_budgets;   // k values of recall-vs-budget (blocks per KV head)
+  std::vector<int> dense_layers;     // ascending
   std::vector<LayerProfile> layers;  // [n_layers]
 
   bool IsDense(int layer) const;
@@ -103,6 +104,7 @@ std::pair<std::int64_t, std::int64_t> PromptLengthBucket(std::int64_t n_prompt_t
 
 // The line a policy logs about where its priors come from: "profile <file/bucket>" or the
 // fallback "no profile: sinks + recent + request-specific scores".
-inline constexpr const char* kNoProfileNote = "no profile: sinks + recent + request-specific scores";
+inline constexpr const char* kNoProfileNote =
+    "no profile: sinks + recent + request-specific scores";
 
 }  // namespace smartgen::select

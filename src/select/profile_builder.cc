@@ -18,15 +18,18 @@ class ProfileBuilder::Recorder final : public model::AttentionOverride {
  public:
   Recorder(ProfileBuilder* b, const kv::SequenceKv* kv, std::int64_t n_prompt,
            std::vector<LayerSummaries> summaries)
-      : b_(b), c_(b->forward_.model().config()), kv_(kv), n_prompt_(n_prompt),
+      : b_(b),
+        c_(b->forward_.model().config()),
+        kv_(kv),
+        n_prompt_(n_prompt),
         summaries_(std::move(summaries)) {
     nb_ = static_cast<std::int32_t>(kv->geometry().BlocksFor(n_prompt));
     all_.resize(nb_);
     std::iota(all_.begin(), all_.end(), 0);
     const ProfileOptions& o = b->options_;
     top_ = o.top_blocks > 0 ? std::min(o.top_blocks, nb_)
-                            : std::max<std::int32_t>(1, static_cast<std::int32_t>(
-                                                            std::ceil(o.top_fraction * nb_)));
+                            : std::max<std::int32_t>(
+                                  1, static_cast<std::int32_t>(std::ceil(o.top_fraction * nb_)));
     sinks_ = std::min(o.sink_blocks, nb_);
     local_begin_ = std::max(sinks_, nb_ - o.local_blocks);
   }
@@ -69,7 +72,9 @@ class ProfileBuilder::Recorder final : public model::AttentionOverride {
     // Exact top blocks by mass: position frequencies and edge counters.
     order_.resize(nb_);
     std::iota(order_.begin(), order_.end(), 0);
-    auto by_mass = [&](std::int32_t a, std::int32_t b) { return m[a] > m[b] || (m[a] == m[b] && a > b); };
+    auto by_mass = [&](std::int32_t a, std::int32_t b) {
+      return m[a] > m[b] || (m[a] == m[b] && a > b);
+    };
     std::partial_sort(order_.begin(), order_.begin() + top_, order_.end(), by_mass);
     in_top_.assign(nb_, 0);
     for (std::int32_t i = 0; i < top_; ++i) in_top_[order_[i]] = 1;
@@ -192,6 +197,7 @@ Result<Profile> ProfileBuilder::Finish() const {
   p.n_prompts = n_prompts_;
   p.decode_steps = options_.decode_steps;
   p.top_blocks = options_.top_blocks;
+  p.top_fraction = options_.top_blocks > 0 ? 0.0f : options_.top_fraction;
   p.sink_blocks = options_.sink_blocks;
   p.local_blocks = options_.local_blocks;
   p.n_position_buckets = options_.n_position_buckets;
@@ -205,10 +211,13 @@ Result<Profile> ProfileBuilder::Finish() const {
     for (int h = 0; h < H; ++h) {
       const std::size_t lh = std::size_t(l) * H + h;
       HeadProfile hp;
-      for (int k = 0; k < nk; ++k) hp.position_freq.push_back(ratio(pos_top_[lh * nk + k], pos_seen_[lh * nk + k]));
+      for (int k = 0; k < nk; ++k)
+        hp.position_freq.push_back(ratio(pos_top_[lh * nk + k], pos_seen_[lh * nk + k]));
       for (int i = 0; i < kProfileEdgeBlocks; ++i) {
-        hp.first_freq.push_back(ratio(first_top_[lh * kProfileEdgeBlocks + i], edge_seen_[lh * kProfileEdgeBlocks + i]));
-        hp.last_freq.push_back(ratio(last_top_[lh * kProfileEdgeBlocks + i], edge_seen_[lh * kProfileEdgeBlocks + i]));
+        hp.first_freq.push_back(ratio(first_top_[lh * kProfileEdgeBlocks + i],
+                                      edge_seen_[lh * kProfileEdgeBlocks + i]));
+        hp.last_freq.push_back(
+            ratio(last_top_[lh * kProfileEdgeBlocks + i], edge_seen_[lh * kProfileEdgeBlocks + i]));
       }
       hp.streaming_score = ratio(stream_mass_[lh], samples_[lh]);
       lp.mean_streaming_score += hp.streaming_score / H;
@@ -222,8 +231,8 @@ Result<Profile> ProfileBuilder::Finish() const {
     p.layers.push_back(std::move(lp));
   }
   const int forced = std::min(options_.dense_first_layers, c.n_layers / 4);
-  const auto check = std::find(p.recall_budgets.begin(), p.recall_budgets.end(),
-                               options_.dense_check_budget);
+  const auto check =
+      std::find(p.recall_budgets.begin(), p.recall_budgets.end(), options_.dense_check_budget);
   for (int l = 0; l < c.n_layers; ++l) {
     bool dense = l < forced;
     if (check != p.recall_budgets.end()) {

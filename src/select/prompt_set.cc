@@ -1,18 +1,19 @@
 #include "select/prompt_set.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
-#include <random>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "core/mapped_file.h"
 #include "model/sampler.h"
 
 namespace smartgen::select {
 
-Result<std::vector<EvalPrompt>> ParsePrompts(std::string_view text, const tokenizer::Tokenizer& tok) {
+Result<std::vector<EvalPrompt>> ParsePrompts(std::string_view text,
+                                             const tokenizer::Tokenizer& tok) {
   std::vector<EvalPrompt> out;
   std::size_t line_no = 0;
   while (!text.empty()) {
@@ -38,11 +39,13 @@ Result<std::vector<EvalPrompt>> ParsePrompts(std::string_view text, const tokeni
           p.tokens.push_back(t.get<std::int32_t>());
         }
       } else if (j.contains("text") && j["text"].is_string()) {
-        p.tokens = tok.Encode(j["text"].get<std::string>(), /*add_special=*/true, /*parse_special=*/false);
+        p.tokens =
+            tok.Encode(j["text"].get<std::string>(), /*add_special=*/true, /*parse_special=*/false);
       } else {
         return InvalidArgument("prompts line {}: needs \"text\" or \"tokens\"", line_no);
       }
-      if (j.contains("answer") && j["answer"].is_number_integer()) p.answer = j["answer"].get<std::int32_t>();
+      if (j.contains("answer") && j["answer"].is_number_integer())
+        p.answer = j["answer"].get<std::int32_t>();
       if (j.contains("needle_pos") && j["needle_pos"].is_number_integer()) {
         p.needle_pos = j["needle_pos"].get<std::int64_t>();
       }
@@ -58,7 +61,8 @@ Result<std::vector<EvalPrompt>> ParsePrompts(std::string_view text, const tokeni
   return out;
 }
 
-Result<std::vector<EvalPrompt>> ReadPrompts(const std::string& path, const tokenizer::Tokenizer& tok) {
+Result<std::vector<EvalPrompt>> ReadPrompts(const std::string& path,
+                                            const tokenizer::Tokenizer& tok) {
   SG_ASSIGN_OR_RETURN(const std::string text, core::ReadFileToString(path));
   Result<std::vector<EvalPrompt>> r = ParsePrompts(text, tok);
   if (!r.ok()) return r.status().WithContext(path);
@@ -88,7 +92,8 @@ Status ExtendPrompts(model::Forward& forward, kv::BlockPool& blocks, const Exten
   std::vector<float> logits;
   for (std::size_t i = 0; i < prompts->size(); ++i) {
     EvalPrompt& p = (*prompts)[i];
-    const std::int64_t target = std::uniform_int_distribution<std::int64_t>(o.min_tokens, o.max_tokens)(rng);
+    const std::int64_t target =
+        std::uniform_int_distribution<std::int64_t>(o.min_tokens, o.max_tokens)(rng);
     if (std::ssize(p.tokens) >= target) {
       p.tokens.resize(target);
       continue;
@@ -121,7 +126,8 @@ Result<std::vector<EvalPrompt>> MakeKvRetrievalPrompts(const tokenizer::Tokenize
   if (n_tokens < 64) return InvalidArgument("kv-retrieval prompts need at least 64 tokens");
   auto find = [&](const std::string& text) -> Result<std::int32_t> {
     const std::int32_t id = tok.FindToken(text);
-    if (id < 0) return NotFound("token '{}' is not in the vocabulary (not a kv-retrieval model?)", text);
+    if (id < 0)
+      return NotFound("token '{}' is not in the vocabulary (not a kv-retrieval model?)", text);
     return id;
   };
   SG_ASSIGN_OR_RETURN(const std::int32_t q_id, find("<q>"));
@@ -157,7 +163,8 @@ Result<std::vector<EvalPrompt>> MakeKvRetrievalPrompts(const tokenizer::Tokenize
     for (int j = 0; j < n_pairs; ++j) {
       const std::int64_t pos = 1 + 2 * slots[j];
       const int key = key_ids[j];
-      const std::int32_t value = values[key * kValuesPerKey + static_cast<int>(rng() % kValuesPerKey)];
+      const std::int32_t value =
+          values[key * kValuesPerKey + static_cast<int>(rng() % kValuesPerKey)];
       p.tokens[pos] = keys[key];
       p.tokens[pos + 1] = value;
       if (j == query) {

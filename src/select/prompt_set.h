@@ -37,8 +37,10 @@ struct EvalPrompt {
 
 // kInvalidArgument naming the line for malformed JSON, a missing text/tokens field or a token
 // id outside the vocabulary.
-Result<std::vector<EvalPrompt>> ParsePrompts(std::string_view text, const tokenizer::Tokenizer& tok);
-Result<std::vector<EvalPrompt>> ReadPrompts(const std::string& path, const tokenizer::Tokenizer& tok);
+Result<std::vector<EvalPrompt>> ParsePrompts(std::string_view text,
+                                             const tokenizer::Tokenizer& tok);
+Result<std::vector<EvalPrompt>> ReadPrompts(const std::string& path,
+                                            const tokenizer::Tokenizer& tok);
 std::string PromptsToJsonl(std::span<const EvalPrompt> prompts);
 
 struct ExtendOptions {

@@ -13,9 +13,9 @@ namespace smartgen::select {
 
 struct SelectionEvaluator::Prefilled {
   std::int64_t n_prompt = 0;
-  std::vector<float> logits;               // of the last prompt token
-  std::vector<LayerSummaries> summaries;   // [n_layers]
-  std::vector<LayerSelection> present;     // [n_layers] the proactive set
+  std::vector<float> logits;              // of the last prompt token
+  std::vector<LayerSummaries> summaries;  // [n_layers]
+  std::vector<LayerSelection> present;    // [n_layers] the proactive set
   double proactive_fraction = 0;
 };
 
@@ -25,8 +25,14 @@ class SelectionEvaluator::Chooser final : public BlockChooser {
  public:
   Chooser(const model::ModelConfig& c, const kv::SequenceKv* kv, const Prefilled& pf,
           OnDemandSelector* selector, bool use_present, std::int32_t needle_block)
-      : c_(c), kv_(kv), pf_(pf), selector_(selector), use_present_(use_present),
-        needle_block_(needle_block), recall_(c.n_layers, 0), attended_(c.n_layers, 0),
+      : c_(c),
+        kv_(kv),
+        pf_(pf),
+        selector_(selector),
+        use_present_(use_present),
+        needle_block_(needle_block),
+        recall_(c.n_layers, 0),
+        attended_(c.n_layers, 0),
         steps_(c.n_layers, 0) {
     nb_ = selector->n_prompt_blocks();
     all_.resize(nb_);
@@ -120,7 +126,10 @@ Status Step(model::Forward& forward, kv::SequenceKv* seq, std::int32_t token,
 
 SelectionEvaluator::SelectionEvaluator(model::Forward& forward, kv::BlockPool& blocks,
                                        const Profile* profile, const SelectionEvalOptions& options)
-    : forward_(forward), blocks_(blocks), profile_(profile), options_(options),
+    : forward_(forward),
+      blocks_(blocks),
+      profile_(profile),
+      options_(options),
       note_(profile ? "profile " + profile->model_name : kNoProfileNote) {}
 
 Status SelectionEvaluator::Prefill(std::span<const std::int32_t> tokens, kv::SequenceKv* seq,
@@ -132,8 +141,9 @@ Status SelectionEvaluator::Prefill(std::span<const std::int32_t> tokens, kv::Seq
   pf->summaries.assign(c.n_layers, LayerSummaries());
   pf->present.assign(c.n_layers, LayerSelection());
   const std::int64_t full_bytes = static_cast<std::int64_t>(g.bytes_per_token()) * n;
-  const ProactiveBudget budget = PlanProactiveBudget(
-      g, n, ProactiveBudgetForRatio(full_bytes, options_.transfer_ratio), profile_, options_.proactive);
+  const ProactiveBudget budget =
+      PlanProactiveBudget(g, n, ProactiveBudgetForRatio(full_bytes, options_.transfer_ratio),
+                          profile_, options_.proactive);
   note_ = budget.note;
   std::int64_t pushed = 0;
   std::vector<float> scores;

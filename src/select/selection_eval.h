@@ -67,15 +67,15 @@ struct PromptEvalResult {
   std::vector<double> recall;             // [n_layers]
   std::vector<double> attended_fraction;  // [n_layers]
   double predictor_hit = 0;
-  double proactive_fraction = 0;          // share of prompt blocks in the proactive set
+  double proactive_fraction = 0;  // share of prompt blocks in the proactive set
 };
 
 struct SelectionEvalSummary {
   int n_prompts = 0;
-  double agreement = 0;         // mean over prompts of agreed / compared
-  double exact_match = 0;       // mean free-running exact-match length
+  double agreement = 0;    // mean over prompts of agreed / compared
+  double exact_match = 0;  // mean free-running exact-match length
   int min_exact_match = 0;
-  double full_accuracy = 0;     // retrieval: dense answer accuracy
+  double full_accuracy = 0;  // retrieval: dense answer accuracy
   double selective_accuracy = 0;
   double needle_recall = 0;
   std::vector<double> recall;             // [n_layers] mean over prompts

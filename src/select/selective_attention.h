@@ -65,9 +65,9 @@ class SelectiveAttention final : public model::AttentionOverride {
   const kv::SequenceKv* kv_;
   std::int64_t n_prompt_tokens_;
   BlockChooser* chooser_;
-  std::vector<LayerSelection> last_;            // [n_layers]
-  std::vector<kernels::KvBlockRef> refs_;       // scratch
-  std::vector<float> lse_;                      // scratch [n_group]
+  std::vector<LayerSelection> last_;       // [n_layers]
+  std::vector<kernels::KvBlockRef> refs_;  // scratch
+  std::vector<float> lse_;                 // scratch [n_group]
 };
 
 }  // namespace smartgen::select

@@ -46,7 +46,7 @@ class SpeculativeStream {
 };
 
 struct SpeculativePacing {
-  double fraction_per_step = 0.1;      // of the bytes still to stream
+  double fraction_per_step = 0.1;       // of the bytes still to stream
   std::int64_t min_bytes_per_step = 0;  // floor; at least one block either way
 };
 

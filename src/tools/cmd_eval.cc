@@ -4,7 +4,8 @@
 //   smartgen eval select --model M --prompts FILE [--min-tokens A --max-tokens B]
 //                        [--profile P] [--ratio R] [--steps N] [--mode ondemand|proactive|both]
 //                        [--budget-blocks K[,K...]] [--json]
-//   smartgen eval select --model kv-retrieval-tiny.gguf --task kv-retrieval --length 1024 --count 200
+//   smartgen eval select --model kv-retrieval-tiny.gguf --task kv-retrieval --length 1024 --count
+//   200
 //
 // Prompts with an "answer" (and the generated kv-retrieval task) are scored as retrieval: the
 // last prompt token is a selective decode step and its argmax must be the answer. Others are
@@ -12,12 +13,12 @@
 // length, and selection recall per layer. --budget-blocks 0 means the default fractional
 // budget (select::OnDemandOptions). --save-prompts writes the (generated or extended) prompts as
 // JSONL token ids, so runs can be repeated exactly.
+#include <fmt/format.h>
+
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/mapped_file.h"
@@ -69,8 +70,8 @@ Status RunEval(const EvalCmdOptions& o) {
   const model::ModelConfig& c = e.model->config();
   std::vector<select::EvalPrompt> prompts;
   if (o.task == "kv-retrieval") {
-    SG_ASSIGN_OR_RETURN(prompts, select::MakeKvRetrievalPrompts(e.model->tokenizer(), o.length,
-                                                                o.count, o.seed));
+    SG_ASSIGN_OR_RETURN(
+        prompts, select::MakeKvRetrievalPrompts(e.model->tokenizer(), o.length, o.count, o.seed));
   } else if (!o.task.empty()) {
     return InvalidArgument("unknown --task '{}' (kv-retrieval)", o.task);
   } else if (o.prompts.empty()) {
@@ -79,7 +80,8 @@ Status RunEval(const EvalCmdOptions& o) {
     SG_ASSIGN_OR_RETURN(prompts, select::ReadPrompts(o.prompts, e.model->tokenizer()));
   }
   if (o.max_tokens > 0) {
-    select::ExtendOptions x{o.min_tokens > 0 ? o.min_tokens : o.max_tokens, o.max_tokens, o.temp, o.seed};
+    select::ExtendOptions x{o.min_tokens > 0 ? o.min_tokens : o.max_tokens, o.max_tokens, o.temp,
+                            o.seed};
     SG_RETURN_IF_ERROR(select::ExtendPrompts(*e.forward, *e.blocks, x, &prompts));
   }
   if (!o.save_prompts.empty()) {
@@ -88,7 +90,8 @@ Status RunEval(const EvalCmdOptions& o) {
   std::vector<select::Profile> profiles;
   for (const std::string& path : o.profiles) {
     SG_ASSIGN_OR_RETURN(select::Profile p, select::LoadProfile(path));
-    SG_RETURN_IF_ERROR(p.Validate(c, e.model->fingerprint(), o.engine.block_tokens).WithContext(path));
+    SG_RETURN_IF_ERROR(
+        p.Validate(c, e.model->fingerprint(), o.engine.block_tokens).WithContext(path));
     profiles.push_back(std::move(p));
   }
   std::vector<bool> modes;  // proactive_present
@@ -138,21 +141,25 @@ Status RunEval(const EvalCmdOptions& o) {
         std::string att;
         for (double a : s.attended_fraction) att += fmt::format(" {:.2f}", a);
         const std::string budget_text =
-            budget > 0 ? fmt::format("{} blocks", budget) : fmt::format("{:g} of blocks", opts.on_demand.budget_fraction);
+            budget > 0 ? fmt::format("{} blocks", budget)
+                       : fmt::format("{:g} of blocks", opts.on_demand.budget_fraction);
         if (retrieval) {
-          std::printf("%-18s budget %-14s R=%g  prompts %d: full %.1f%%  selective %.1f%%  needle "
-                      "recall %.3f\n", rec["mode"].get<std::string>().c_str(), budget_text.c_str(),
-                      opts.transfer_ratio, s.n_prompts, 100 * s.full_accuracy,
-                      100 * s.selective_accuracy, s.needle_recall);
+          std::printf(
+              "%-18s budget %-14s R=%g  prompts %d: full %.1f%%  selective %.1f%%  needle "
+              "recall %.3f\n",
+              rec["mode"].get<std::string>().c_str(), budget_text.c_str(), opts.transfer_ratio,
+              s.n_prompts, 100 * s.full_accuracy, 100 * s.selective_accuracy, s.needle_recall);
         } else {
-          std::printf("%-18s budget %-14s R=%g  prompts %d: teacher-forced agreement %.2f%%  exact "
-                      "match mean %.1f (min %d) of %d\n", rec["mode"].get<std::string>().c_str(),
-                      budget_text.c_str(), opts.transfer_ratio, s.n_prompts, 100 * s.agreement,
-                      s.exact_match, s.min_exact_match, opts.decode_steps);
+          std::printf(
+              "%-18s budget %-14s R=%g  prompts %d: teacher-forced agreement %.2f%%  exact "
+              "match mean %.1f (min %d) of %d\n",
+              rec["mode"].get<std::string>().c_str(), budget_text.c_str(), opts.transfer_ratio,
+              s.n_prompts, 100 * s.agreement, s.exact_match, s.min_exact_match, opts.decode_steps);
         }
-        std::printf("    recall per layer:%s\n    attended share:  %s   predictor hit %.3f  "
-                    "proactive share %.3f\n    policy: %s\n", recall.c_str(), att.c_str(),
-                    s.predictor_hit, s.proactive_fraction, note.c_str());
+        std::printf(
+            "    recall per layer:%s\n    attended share:  %s   predictor hit %.3f  "
+            "proactive share %.3f\n    policy: %s\n",
+            recall.c_str(), att.c_str(), s.predictor_hit, s.proactive_fraction, note.c_str());
       }
     }
   }
@@ -189,11 +196,15 @@ void RegisterEval(CLI::App& app) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--budget-fraction", o->eval.on_demand.budget_fraction,
-                  "on-demand budget as a share of the prompt's blocks")->capture_default_str();
+                  "on-demand budget as a share of the prompt's blocks")
+      ->capture_default_str();
   cmd->add_option("--min-budget", o->eval.on_demand.min_budget_blocks,
-                  "floor of the fractional budget, blocks")->capture_default_str();
-  cmd->add_option("--sink-blocks", o->eval.on_demand.sink_blocks, "sink blocks")->capture_default_str();
-  cmd->add_option("--local-blocks", o->eval.on_demand.local_blocks, "last prompt blocks always attended")
+                  "floor of the fractional budget, blocks")
+      ->capture_default_str();
+  cmd->add_option("--sink-blocks", o->eval.on_demand.sink_blocks, "sink blocks")
+      ->capture_default_str();
+  cmd->add_option("--local-blocks", o->eval.on_demand.local_blocks,
+                  "last prompt blocks always attended")
       ->capture_default_str();
   cmd->add_option("--snap-window", o->eval.snap_window, "prompt queries of the request scores")
       ->capture_default_str();

@@ -8,12 +8,12 @@
 // continuation to a length in [A, B] (e.g. story openings grown to 400-500 tokens).
 // Prompts are grouped by length bucket (select::PromptLengthBucket); one bucket writes P, several
 // write P with ".<max_tokens>" before the extension (profile.json -> profile.512.json, ...).
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "select/profile_builder.h"
 #include "select/prompt_set.h"
@@ -47,7 +47,8 @@ Status RunProfile(const ProfileCmdOptions& o) {
   SG_ASSIGN_OR_RETURN(std::vector<select::EvalPrompt> prompts,
                       select::ReadPrompts(o.prompts, e.model->tokenizer()));
   if (o.max_tokens > 0) {
-    select::ExtendOptions x{o.min_tokens > 0 ? o.min_tokens : o.max_tokens, o.max_tokens, o.temp, o.seed};
+    select::ExtendOptions x{o.min_tokens > 0 ? o.min_tokens : o.max_tokens, o.max_tokens, o.temp,
+                            o.seed};
     SG_RETURN_IF_ERROR(select::ExtendPrompts(*e.forward, *e.blocks, x, &prompts));
   }
   std::map<std::int64_t, std::vector<const select::EvalPrompt*>> buckets;
@@ -67,8 +68,8 @@ Status RunProfile(const ProfileCmdOptions& o) {
                  static_cast<long long>(profile.max_prompt_tokens), profile.decode_steps);
     std::string budgets;
     for (int k : profile.recall_budgets) budgets += fmt::format(" k={:<3}", k);
-    std::fprintf(stderr, "  layer  streaming  oracle recall:%s | quest recall:%s\n", budgets.c_str(),
-                 budgets.c_str());
+    std::fprintf(stderr, "  layer  streaming  oracle recall:%s | quest recall:%s\n",
+                 budgets.c_str(), budgets.c_str());
     for (int l = 0; l < profile.n_layers; ++l) {
       const select::LayerProfile& lp = profile.layers[l];
       std::string line = fmt::format("  {:>5}{} {:>9.3f}  ", l, profile.IsDense(l) ? "*" : " ",
@@ -100,14 +101,17 @@ void RegisterProfile(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "seed of the prompt extension")->capture_default_str();
   cmd->add_option("--temp", o->temp, "temperature of the prompt extension")->capture_default_str();
   cmd->add_option("--top-fraction", o->profile.top_fraction,
-                  "share of blocks counted as 'top' for position frequencies")->capture_default_str();
+                  "share of blocks counted as 'top' for position frequencies")
+      ->capture_default_str();
   cmd->add_option("--dense-first", o->profile.dense_first_layers,
-                  "first layers always dense (clamped to n_layers/4)")->capture_default_str();
+                  "first layers always dense (clamped to n_layers/4)")
+      ->capture_default_str();
   cmd->add_option("--dense-threshold", o->profile.dense_recall_threshold,
                   "a layer is dense when its summary-score recall at --dense-budget is below this")
       ->capture_default_str();
   cmd->add_option("--dense-budget", o->profile.dense_check_budget,
-                  "blocks per KV head for the dense-layer recall check")->capture_default_str();
+                  "blocks per KV head for the dense-layer recall check")
+      ->capture_default_str();
   cmd->callback([o] {
     if (int rc = ReportStatus("profile", RunProfile(*o))) throw CLI::RuntimeError(rc);
   });

@@ -15,6 +15,8 @@ int ReportStatus(const char* command, const Status& status);
 // Top-level subcommands.
 void RegisterMakeModel(CLI::App& app);
 void RegisterRun(CLI::App& app);
+void RegisterProfile(CLI::App& app);
+void RegisterEval(CLI::App& app);
 void RegisterServe(CLI::App& app);
 void RegisterDemo(CLI::App& app);
 

@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
 
   tools::RegisterMakeModel(app);
   tools::RegisterRun(app);
+  tools::RegisterProfile(app);
+  tools::RegisterEval(app);
   tools::RegisterServe(app);
   tools::RegisterDemo(app);
   CLI::App* bench = app.add_subcommand("bench", "benchmarks (print JSON with --json)");

@@ -2,9 +2,9 @@
 // keeps >= 95 % teacher-forced top-1 agreement with full-KV decoding (issue 6), and on
 // kv-retrieval-tiny the on-demand policy finds the needle. The full runs behind
 // docs/RESULTS.md use `smartgen eval select` on every prompt; these use a handful.
-#include <cstdio>
-
 #include <gtest/gtest.h>
+
+#include <cstdio>
 
 #include "core/mapped_file.h"
 #include "model/forward.h"
@@ -37,7 +37,8 @@ Engine Load(const char* name, kv::KvDType dtype) {
 }
 
 std::vector<EvalPrompt> StoryPrompts(const tokenizer::Tokenizer& tok, std::size_t n) {
-  auto p = ReadPrompts(std::string(SMARTGEN_SOURCE_DIR) + "/tests/data/stories260k_prompts.jsonl", tok);
+  auto p =
+      ReadPrompts(std::string(SMARTGEN_SOURCE_DIR) + "/tests/data/stories260k_prompts.jsonl", tok);
   EXPECT_TRUE(p.ok()) << p.status().ToString();
   if (!p.ok()) return {};
   p->resize(std::min(n, p->size()));
@@ -99,13 +100,15 @@ TEST(SelectionAccuracy, StoriesEveryBlockChosenIsExactThroughForward) {
       d.attention = pass == 1 ? &attention : nullptr;
       model::ForwardChunk ds[1] = {d};
       ASSERT_TRUE(e.forward->Run(ds).ok());
-      (pass == 0 ? dense : selective).insert((pass == 0 ? dense : selective).end(), logits.begin(), logits.end());
+      (pass == 0 ? dense : selective)
+          .insert((pass == 0 ? dense : selective).end(), logits.begin(), logits.end());
       token = model::Greedy(logits);
     }
   }
   ASSERT_EQ(dense.size(), selective.size());
   double diff = 0;
-  for (std::size_t i = 0; i < dense.size(); ++i) diff = std::max(diff, double(std::abs(dense[i] - selective[i])));
+  for (std::size_t i = 0; i < dense.size(); ++i)
+    diff = std::max(diff, double(std::abs(dense[i] - selective[i])));
   EXPECT_LT(diff, 1e-5);
 }
 

@@ -1,10 +1,10 @@
 // Block summaries: the bound holds for every key, quantization error, the wire format.
 #include "select/block_summary.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <gtest/gtest.h>
 
 #include "test_util.h"
 
@@ -27,14 +27,16 @@ float ExactMax(const kv::SequenceKv& seq, int layer, int head, std::int32_t bloc
                std::int64_t n_tokens, const float* q) {
   const kv::KvGeometry& g = seq.geometry();
   const kernels::KvBlockRef r = seq.Ref(layer, head, block);
-  const std::int64_t rows = std::min<std::int64_t>(g.block_tokens, n_tokens - std::int64_t{block} * g.block_tokens);
+  const std::int64_t rows =
+      std::min<std::int64_t>(g.block_tokens, n_tokens - std::int64_t{block} * g.block_tokens);
   float best = -INFINITY;
   for (std::int64_t t = 0; t < rows; ++t) {
     float s = 0;
     for (int i = 0; i < g.head_dim; ++i) {
-      const float k = g.dtype == kv::KvDType::kF32
-                          ? static_cast<const float*>(r.k)[t * g.head_dim + i]
-                          : kernels::F16ToF32(static_cast<const kernels::f16_t*>(r.k)[t * g.head_dim + i]);
+      const float k =
+          g.dtype == kv::KvDType::kF32
+              ? static_cast<const float*>(r.k)[t * g.head_dim + i]
+              : kernels::F16ToF32(static_cast<const kernels::f16_t*>(r.k)[t * g.head_dim + i]);
       s += q[i] * k;
     }
     best = std::max(best, s);
@@ -63,10 +65,12 @@ TEST_P(BlockSummaryTest, UpperBoundCoversEveryKeyOfEveryBlock) {
         for (std::int32_t b = 0; b < s.n_blocks(); ++b) {
           float exact = -INFINITY, norm = 0;
           for (int j = 0; j < n_q; ++j) {
-            exact = std::max(exact, ExactMax(*seq, layer, h, b, c.n_tokens, q.data() + j * c.head_dim));
+            exact =
+                std::max(exact, ExactMax(*seq, layer, h, b, c.n_tokens, q.data() + j * c.head_dim));
             for (int i = 0; i < c.head_dim; ++i) norm += std::abs(q[j * c.head_dim + i]);
           }
-          EXPECT_GE(ub[b], exact - 1e-5f * norm * 30) << "layer " << layer << " head " << h << " block " << b;
+          EXPECT_GE(ub[b], exact - 1e-5f * norm * 30)
+              << "layer " << layer << " head " << h << " block " << b;
         }
       }
     }
@@ -102,8 +106,10 @@ TEST_P(BlockSummaryTest, QuantizedBoundsAreOutwardAndWithinOneStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, BlockSummaryTest,
-                         ::testing::Values(Case{kv::KvDType::kF32, 64, 203}, Case{kv::KvDType::kF16, 64, 203},
-                                           Case{kv::KvDType::kF32, 8, 16}, Case{kv::KvDType::kF16, 24, 37}));
+                         ::testing::Values(Case{kv::KvDType::kF32, 64, 203},
+                                           Case{kv::KvDType::kF16, 64, 203},
+                                           Case{kv::KvDType::kF32, 8, 16},
+                                           Case{kv::KvDType::kF16, 24, 37}));
 
 LayerSummaries SampleSummaries() {
   const int d = 16;
@@ -134,8 +140,10 @@ TEST(BlockSummary, RejectsShortCorruptAndForeignBuffers) {
     EXPECT_NE(r.status().ToString().find(needle), std::string::npos) << r.status().ToString();
   };
   expect({}, StatusCode::kDataLoss, "shorter than");
-  expect(std::vector<std::byte>(good.begin(), good.begin() + 20), StatusCode::kDataLoss, "shorter than");
-  expect(std::vector<std::byte>(good.begin(), good.end() - 1), StatusCode::kDataLoss, "header says");
+  expect(std::vector<std::byte>(good.begin(), good.begin() + 20), StatusCode::kDataLoss,
+         "shorter than");
+  expect(std::vector<std::byte>(good.begin(), good.end() - 1), StatusCode::kDataLoss,
+         "header says");
   auto longer = good;
   longer.push_back(std::byte{0});
   expect(longer, StatusCode::kDataLoss, "header says");
@@ -158,7 +166,8 @@ TEST(BlockSummary, SizeIsAboutThreePercentOfF16Kv) {
   // head_dim 64, 16-token blocks, 4096 tokens, 3 KV heads.
   const int d = 64, h = 3;
   const std::int64_t n = 4096;
-  const LayerSummaries s = LayerSummaries::BuildFromKeys(0, h, d, 16, n, RandomVector(std::size_t(h) * n * d, 2));
+  const LayerSummaries s =
+      LayerSummaries::BuildFromKeys(0, h, d, 16, n, RandomVector(std::size_t(h) * n * d, 2));
   const double kv_bytes = 2.0 * n * h * d * 2;  // K and V, f16
   const double share = s.serialized_bytes() / kv_bytes;
   EXPECT_GT(share, 0.030);

@@ -2,9 +2,9 @@
 // aggregated over the group; budgets; dense layers; the next-layer predictor.
 #include "select/on_demand.h"
 
-#include <algorithm>
-
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "test_util.h"
 
@@ -24,12 +24,13 @@ model::ModelConfig Config(int n_layers, int n_heads, int n_kv_heads, int head_di
 // hot[h] (so a query along channel h scores that block highest).
 LayerSummaries Summaries(int n_heads, int d, std::int64_t n_tokens, const std::vector<int>& hot) {
   std::vector<float> keys = testing::RandomVector(std::size_t(n_heads) * n_tokens * d, 3, 0.01f);
-  for (int h = 0; h < n_heads; ++h) keys[(std::size_t(h) * n_tokens + hot[h] * 16 + 5) * d + h] = 5.0f;
+  for (int h = 0; h < n_heads; ++h)
+    keys[(std::size_t(h) * n_tokens + hot[h] * 16 + 5) * d + h] = 5.0f;
   return LayerSummaries::BuildFromKeys(0, n_heads, d, 16, n_tokens, keys);
 }
 
 TEST(OnDemand, SelectsSinksLocalWindowAndTheTopScoredBlockPerHead) {
-  const model::ModelConfig c = Config(1, 4, 2, 8);  // 2 query heads per KV head
+  const model::ModelConfig c = Config(1, 4, 2, 8);         // 2 query heads per KV head
   const LayerSummaries s = Summaries(2, 8, 320, {7, 12});  // 20 blocks
   OnDemandOptions o;
   o.budget_blocks = 1;

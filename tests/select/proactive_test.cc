@@ -2,11 +2,11 @@
 // blocks, ranking by prior x request score; request scores from the last queries.
 #include "select/proactive.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <numeric>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "select/block_summary.h"
 #include "test_util.h"
@@ -38,7 +38,8 @@ Profile MakeProfile(std::vector<int> dense) {
 std::vector<LayerPushPlan> PlanAll(const ProactiveBudget& b, const Profile* p,
                                    const std::vector<float>& scores = {}) {
   std::vector<LayerPushPlan> plans;
-  for (int l = 0; l < b.grid.n_layers; ++l) plans.push_back(PlanLayer(b, l, scores, p, ProactiveOptions()));
+  for (int l = 0; l < b.grid.n_layers; ++l)
+    plans.push_back(PlanLayer(b, l, scores, p, ProactiveOptions()));
   return plans;
 }
 
@@ -64,7 +65,8 @@ TEST(Proactive, BudgetCoversSummariesEdgesAndEqualSharesWithinBytes) {
 }
 
 TEST(Proactive, EveryBlockOfALayerIsPushedOrRestExactlyOnce) {
-  const ProactiveBudget b = PlanProactiveBudget(kGeometry, 1000, 300000, nullptr, ProactiveOptions());
+  const ProactiveBudget b =
+      PlanProactiveBudget(kGeometry, 1000, 300000, nullptr, ProactiveOptions());
   for (const LayerPushPlan& plan : PlanAll(b, nullptr)) {
     std::set<std::pair<int, int>> seen;
     for (const PushItem& i : plan.push) {
@@ -77,7 +79,8 @@ TEST(Proactive, EveryBlockOfALayerIsPushedOrRestExactlyOnce) {
 }
 
 TEST(Proactive, SinksAndLastBlocksOfEveryLayerLeadBreadthFirst) {
-  const ProactiveBudget b = PlanProactiveBudget(kGeometry, 1600, 800000, nullptr, ProactiveOptions());
+  const ProactiveBudget b =
+      PlanProactiveBudget(kGeometry, 1600, 800000, nullptr, ProactiveOptions());
   const auto plans = PlanAll(b, nullptr);
   const std::vector<PushItem> merged = MergeBreadthFirst(plans);
   // Round 0 (1 sink + 2 last per head, 4 layers x 2 heads) comes first, layer by layer.

@@ -103,7 +103,8 @@ TEST(Profile, MalformedFilesAreRejectedWithTheReason) {
   };
   expect("not json", StatusCode::kInvalidArgument, "not a JSON object");
   expect(R"({"format": "other", "version": 1})", StatusCode::kInvalidArgument, "format");
-  expect(R"({"format": "smartgen-profile", "version": 7})", StatusCode::kUnimplemented, "version 7");
+  expect(R"({"format": "smartgen-profile", "version": 7})", StatusCode::kUnimplemented,
+         "version 7");
   std::string json = ProfileToJson(Sample());
   std::string broken = json;
   broken.replace(broken.find("\"quest_recall\""), 14, "\"quest_recal_\"");
@@ -124,9 +125,9 @@ TEST(Profile, MalformedFilesAreRejectedWithTheReason) {
 
 TEST(Profile, PriorUsesEdgeCountersThenPositionBuckets) {
   const Profile p = Sample();
-  EXPECT_FLOAT_EQ(p.Prior(0, 0, 0, 100), 1.0f);    // first block
+  EXPECT_FLOAT_EQ(p.Prior(0, 0, 0, 100), 1.0f);  // first block
   EXPECT_FLOAT_EQ(p.Prior(0, 0, 2, 100), 0.25f);
-  EXPECT_FLOAT_EQ(p.Prior(0, 0, 99, 100), 0.9f);   // last block
+  EXPECT_FLOAT_EQ(p.Prior(0, 0, 99, 100), 0.9f);  // last block
   EXPECT_FLOAT_EQ(p.Prior(0, 0, 96, 100), 0.6f);
   EXPECT_FLOAT_EQ(p.Prior(0, 1, 10, 100), 0.1f);   // bucket 0 of head 1
   EXPECT_FLOAT_EQ(p.Prior(0, 0, 80, 100), 0.75f);  // bucket 3

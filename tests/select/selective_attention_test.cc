@@ -2,9 +2,9 @@
 // blocks change the result; the tail is always attended.
 #include "select/selective_attention.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "model/forward.h"
 #include "model/sampler.h"
@@ -48,13 +48,15 @@ class SelectiveAttentionTest : public ::testing::TestWithParam<const char*> {
     ASSERT_NE(model_, nullptr);
     pool_ = std::make_unique<core::ThreadPool>(2);
     forward_ = std::make_unique<model::Forward>(*model_, pool_.get());
-    blocks_ = std::make_unique<kv::BlockPool>(forward_->KvGeometryFor(kv::KvDType::kF32, 16), 1 << 12);
+    blocks_ =
+        std::make_unique<kv::BlockPool>(forward_->KvGeometryFor(kv::KvDType::kF32, 16), 1 << 12);
   }
 
   // Prefills `prompt`, then decodes `steps` teacher-forced tokens with `chooser` (null =
   // dense); returns every step's logits, concatenated.
   std::vector<float> Decode(const std::vector<std::int32_t>& prompt, int steps,
-                            BlockChooser* chooser, std::vector<LayerSummaries>* summaries = nullptr) {
+                            BlockChooser* chooser,
+                            std::vector<LayerSummaries>* summaries = nullptr) {
     kv::SequenceKv seq(blocks_.get());
     std::vector<float> logits, all;
     model::ForwardChunk c;

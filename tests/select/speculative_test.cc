@@ -2,10 +2,10 @@
 // of the already sent or requested ones; pacing.
 #include "select/speculative.h"
 
+#include <gtest/gtest.h>
+
 #include <random>
 #include <set>
-
-#include <gtest/gtest.h>
 
 namespace smartgen::select {
 namespace {
@@ -13,7 +13,8 @@ namespace {
 const kv::KvGeometry kGeometry{3, 2, 64, 16, kv::KvDType::kF16};
 
 std::vector<LayerPushPlan> Plans(std::int64_t budget) {
-  const ProactiveBudget b = PlanProactiveBudget(kGeometry, 800, budget, nullptr, ProactiveOptions());
+  const ProactiveBudget b =
+      PlanProactiveBudget(kGeometry, 800, budget, nullptr, ProactiveOptions());
   std::vector<LayerPushPlan> plans;
   for (int l = 0; l < 3; ++l) plans.push_back(PlanLayer(b, l, {}, nullptr, ProactiveOptions()));
   return plans;
@@ -53,7 +54,8 @@ TEST(Speculative, StreamCoversEveryBlockOnceAndSkipsSentOrRequested) {
   while (!stream.done()) {
     // The decode node requests a few random blocks on demand between batches.
     for (int i = 0; i < 3; ++i) {
-      done.Insert({static_cast<int>(rng() % 3), static_cast<int>(rng() % 2), static_cast<int>(rng() % 50)});
+      done.Insert(
+          {static_cast<int>(rng() % 3), static_cast<int>(rng() % 2), static_cast<int>(rng() % 50)});
     }
     batch.clear();
     stream.Next(7, done, &batch);
