@@ -63,7 +63,7 @@ struct Profile {
   std::int64_t min_prompt_tokens = 0;
   std::int64_t max_prompt_tokens = 0;
   int n_prompts = 0;
-  int decode_steps = 0;
+  int decode_steps = 0;    // recorded steps per prompt (replayed prompt tokens + decode)
   int top_blocks = 0;      // position_freq's "top": this many blocks per KV head, or when 0
   float top_fraction = 0;  // this share of the prompt's blocks (at least one)
   int sink_blocks = 1;

@@ -149,22 +149,30 @@ Status ProfileBuilder::AddPrompt(std::span<const std::int32_t> prompt) {
     return InvalidArgument("calibration prompt of {} tokens is shorter than two {}-token blocks", n,
                            g.block_tokens);
   }
-  if (options_.n_position_buckets <= 0 || options_.decode_steps <= 0) {
-    return InvalidArgument("profile options need position buckets and decode steps");
+  const std::int64_t replay = options_.replay_prompt_tokens;
+  if (options_.n_position_buckets <= 0 || options_.decode_steps < 0 || replay < 0 ||
+      replay + options_.decode_steps == 0 || n - replay < 2 * g.block_tokens) {
+    return InvalidArgument(
+        "profile options need position buckets, recorded steps, and a prompt "
+        "of two blocks before the replayed tokens");
   }
+  // The prompt minus its replayed tail is prefilled; the tail and then greedy tokens are
+  // recorded one step at a time.
+  const std::int64_t n_prefill = n - replay;
   kv::SequenceKv seq(&blocks_);
   std::vector<float> logits;
   model::ForwardChunk chunk;
   chunk.kv = &seq;
-  chunk.tokens = prompt;
+  chunk.tokens = prompt.first(n_prefill);
   chunk.logits = &logits;
   model::ForwardChunk chunks[1] = {chunk};
   SG_RETURN_IF_ERROR(forward_.Run(chunks));
   std::vector<LayerSummaries> summaries;
-  for (int l = 0; l < c.n_layers; ++l) summaries.push_back(LayerSummaries::Build(seq, l, n));
-  Recorder recorder(this, &seq, n, std::move(summaries));
-  std::int32_t token = model::Greedy(logits);
-  for (int step = 0; step < options_.decode_steps; ++step) {
+  for (int l = 0; l < c.n_layers; ++l)
+    summaries.push_back(LayerSummaries::Build(seq, l, n_prefill));
+  Recorder recorder(this, &seq, n_prefill, std::move(summaries));
+  std::int32_t token = replay > 0 ? prompt[n_prefill] : model::Greedy(logits);
+  for (std::int64_t step = 0; step < replay + options_.decode_steps; ++step) {
     model::ForwardChunk d;
     d.kv = &seq;
     d.tokens = std::span<const std::int32_t>(&token, 1);
@@ -172,7 +180,7 @@ Status ProfileBuilder::AddPrompt(std::span<const std::int32_t> prompt) {
     d.attention = &recorder;
     model::ForwardChunk ds[1] = {d};
     SG_RETURN_IF_ERROR(forward_.Run(ds));
-    token = model::Greedy(logits);
+    token = n_prefill + step + 1 < n ? prompt[n_prefill + step + 1] : model::Greedy(logits);
   }
   min_len_ = n_prompts_ == 0 ? n : std::min(min_len_, n);
   max_len_ = n_prompts_ == 0 ? n : std::max(max_len_, n);
@@ -195,7 +203,7 @@ Result<Profile> ProfileBuilder::Finish() const {
   p.min_prompt_tokens = PromptLengthBucket(min_len_).first;
   p.max_prompt_tokens = PromptLengthBucket(max_len_).second;
   p.n_prompts = n_prompts_;
-  p.decode_steps = options_.decode_steps;
+  p.decode_steps = options_.replay_prompt_tokens + options_.decode_steps;  // recorded steps
   p.top_blocks = options_.top_blocks;
   p.top_fraction = options_.top_blocks > 0 ? 0.0f : options_.top_fraction;
   p.sink_blocks = options_.sink_blocks;
@@ -230,17 +238,28 @@ Result<Profile> ProfileBuilder::Finish() const {
     }
     p.layers.push_back(std::move(lp));
   }
+  // Dense layers: the first ones, then the layers with the lowest recall below the threshold,
+  // never more than max_dense_fraction of the layers (beyond the first ones): a model whose
+  // attention is spread out everywhere keeps selecting instead of going dense throughout.
   const int forced = std::min(options_.dense_first_layers, c.n_layers / 4);
   const auto check =
       std::find(p.recall_budgets.begin(), p.recall_budgets.end(), options_.dense_check_budget);
-  for (int l = 0; l < c.n_layers; ++l) {
-    bool dense = l < forced;
-    if (check != p.recall_budgets.end()) {
-      dense = dense || p.layers[l].quest_recall[check - p.recall_budgets.begin()] <
-                           options_.dense_recall_threshold;
+  std::vector<int> low;
+  for (int l = forced; l < c.n_layers && check != p.recall_budgets.end(); ++l) {
+    if (p.layers[l].quest_recall[check - p.recall_budgets.begin()] <
+        options_.dense_recall_threshold) {
+      low.push_back(l);
     }
-    if (dense) p.dense_layers.push_back(l);
   }
+  std::stable_sort(low.begin(), low.end(), [&](int a, int b) {
+    const auto j = check - p.recall_budgets.begin();
+    return p.layers[a].quest_recall[j] < p.layers[b].quest_recall[j];
+  });
+  const int cap = std::max(0, static_cast<int>(options_.max_dense_fraction * c.n_layers) - forced);
+  if (std::ssize(low) > cap) low.resize(cap);
+  for (int l = 0; l < forced; ++l) p.dense_layers.push_back(l);
+  p.dense_layers.insert(p.dense_layers.end(), low.begin(), low.end());
+  std::sort(p.dense_layers.begin(), p.dense_layers.end());
   return p;
 }
 

@@ -7,8 +7,8 @@
 // counters), the mass on sinks + local window + tail (streaming score), and recall-vs-budget
 // with exact (oracle) and summary-score (quest) choices. Finish() picks the dense layers: the
 // first `dense_first_layers` (clamped to n_layers / 4, so a small model keeps most layers
-// selective) and every layer whose quest recall at `dense_check_budget` is below
-// `dense_recall_threshold`.
+// selective), then the layers whose quest recall at `dense_check_budget` is below
+// `dense_recall_threshold`, lowest first, up to max_dense_fraction of all layers in total.
 //
 // Thread-safety: not synchronised; the Forward it is given runs on its thread pool.
 #pragma once
@@ -25,6 +25,9 @@ namespace smartgen::select {
 
 struct ProfileOptions {
   int decode_steps = 32;
+  // The last prompt tokens to replay as recorded decode steps (the rest is prefilled): 1 for
+  // tasks whose answer step is the prompt's last token (kv-retrieval).
+  int replay_prompt_tokens = 0;
   // "Top" blocks per KV head for the position frequencies: top_blocks > 0 fixes it, else
   // max(1, ceil(top_fraction * n_blocks)).
   int top_blocks = 0;
@@ -36,6 +39,7 @@ struct ProfileOptions {
   int dense_first_layers = 2;
   int dense_check_budget = 4;  // must be one of recall_budgets
   float dense_recall_threshold = 0.8f;
+  float max_dense_fraction = 0.25f;
 };
 
 class ProfileBuilder {

@@ -96,6 +96,9 @@ void RegisterProfile(CLI::App& app) {
   cmd->add_option("--out", o->out, "profile JSON path")->required();
   cmd->add_option("--decode-steps", o->profile.decode_steps, "greedy decode steps per prompt")
       ->capture_default_str();
+  cmd->add_option("--replay-prompt-tokens", o->profile.replay_prompt_tokens,
+                  "record the last prompt tokens as decode steps (1 for kv-retrieval)")
+      ->capture_default_str();
   cmd->add_option("--min-tokens", o->min_tokens, "extend prompts to at least this many tokens");
   cmd->add_option("--max-tokens", o->max_tokens, "extend prompts to at most this many tokens");
   cmd->add_option("--seed", o->seed, "seed of the prompt extension")->capture_default_str();
@@ -108,6 +111,9 @@ void RegisterProfile(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--dense-threshold", o->profile.dense_recall_threshold,
                   "a layer is dense when its summary-score recall at --dense-budget is below this")
+      ->capture_default_str();
+  cmd->add_option("--max-dense", o->profile.max_dense_fraction,
+                  "most layers that may be dense, as a share of all layers")
       ->capture_default_str();
   cmd->add_option("--dense-budget", o->profile.dense_check_budget,
                   "blocks per KV head for the dense-layer recall check")

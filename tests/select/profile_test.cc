@@ -174,7 +174,8 @@ TEST(ProfileBuilder, MeasuresASyntheticModel) {
   EXPECT_EQ(prof->min_prompt_tokens, 1);
   EXPECT_EQ(prof->max_prompt_tokens, 256);
   ASSERT_FALSE(prof->dense_layers.empty());
-  EXPECT_EQ(prof->dense_layers[0], 0);  // 4 layers: the first is always dense
+  EXPECT_EQ(prof->dense_layers[0], 0);       // 4 layers: the first is always dense
+  EXPECT_EQ(prof->dense_layers.size(), 1u);  // and at most a quarter of the layers are
   for (const LayerProfile& l : prof->layers) {
     for (std::size_t k = 1; k < l.oracle_recall.size(); ++k) {
       EXPECT_GE(l.oracle_recall[k], l.oracle_recall[k - 1] - 1e-6f);
