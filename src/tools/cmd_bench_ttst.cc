@@ -24,12 +24,17 @@ void RegisterBenchTtst(CLI::App& bench) {
   cmd->add_option("--kv-dtype", o->cluster.kv_dtype, "KV cache type")->capture_default_str();
   cmd->add_option("--transport", o->cluster.transport, "KV transport: tcp, ucx")->capture_default_str();
   cmd->add_option("--options", o->options_json, "mode options as JSON (e.g. SmartGen budgets)");
+  cmd->add_option("--profile", o->profiles, "SmartGen profile(s) for the nodes")->delimiter(',');
   cmd->add_option("--plot", o->plot, "PNG plot of TTST against R / link rate ('' = none)")
       ->capture_default_str();
   cmd->add_option("--data", o->data_out, "where to write the records (JSONL)")->capture_default_str();
   cmd->add_flag("--json", o->json_out, "one JSON object per record on stdout");
   cmd->callback([o] {
     o->cluster.decode_threads = o->cluster.prefill_threads;
+    for (const auto& p : o->profiles) {
+      o->cluster.extra_node_args.push_back("--profile");
+      o->cluster.extra_node_args.push_back(p);
+    }
     o->cluster.log_dir = "out/logs";
     if (int rc = ReportStatus("bench ttst", RunTtstBench(*o))) throw CLI::RuntimeError(rc);
   });

@@ -14,7 +14,7 @@ void RegisterDemo(CLI::App& app) {
   o->prompt_tokens = {1024};
   o->ratios = {4.0};
   o->output_tokens = 16;
-  o->modes = {"colocated", "full", "layerwise", "auto"};
+  o->modes = {"colocated", "full", "layerwise", "smartgen", "auto"};
   o->plot = "";
   o->data_out = "out/demo.jsonl";
   CLI::App* cmd = app.add_subcommand("demo", "end-to-end demo: prefill node -> decode node over a slow link");

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/ranges.h>
+
 #include "core/log.h"
 #include "node/decode_node.h"
 #include "node/prefill_node.h"
@@ -60,15 +62,18 @@ void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) 
   cmd.add_option("--kv-capacity-tokens", c.kv_capacity_tokens, "KV pool size in tokens")
       ->capture_default_str();
   cmd.add_option("--ctx", c.max_context, "context length (0 = the model's)")->capture_default_str();
+  cmd.add_option("--profile", c.profile_paths, "SmartGen profile(s) from `smartgen profile`")
+      ->delimiter(',');
 }
 
 std::string Describe(const node::NodeConfig& c) {
   return fmt::format(
       "name={} model={} http={}:{} transfer={} transport={} link_gbps={} link_latency_ms={} "
-      "threads={} kv_dtype={} block_tokens={} kv_capacity_tokens={} ctx={} max_batch={}",
+      "threads={} kv_dtype={} block_tokens={} kv_capacity_tokens={} ctx={} max_batch={} "
+      "profiles=[{}]",
       c.name, c.model_path, c.http_host, c.http_port, c.transfer_address, c.transport,
       c.link_gbps, c.link_latency_ms, c.threads, c.kv_dtype, c.block_tokens,
-      c.kv_capacity_tokens, c.max_context, c.max_batch);
+      c.kv_capacity_tokens, c.max_context, c.max_batch, fmt::join(c.profile_paths, ","));
 }
 
 template <typename NodeT>

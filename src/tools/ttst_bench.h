@@ -24,6 +24,7 @@ struct TtstBenchOptions {
   int reps = 1;
   std::uint64_t seed = 1;
   std::string options_json;       // mode options passed to the nodes (SmartGen budgets, ...)
+  std::vector<std::string> profiles;  // SmartGen profiles given to the nodes
   bool json_out = false;          // one JSON record per line on stdout instead of a table
   std::string plot = "out/ttst.png";  // "" = no plot
   std::string data_out = "out/ttst.jsonl";
