@@ -21,7 +21,12 @@ namespace {
 using gguf::GgmlType;
 using kernels::internal::Isa;
 
-constexpr GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0};
+// Types that fit the SmolLM2 shapes (576 columns: blocks of 32, not 256).
+constexpr GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
+                               GgmlType::kQ4_0};
+constexpr GgmlType kAllTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
+                                  GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K,
+                                  GgmlType::kQ6_K};
 
 core::ThreadPool* Pool(int threads) {
   static core::ThreadPool pool2(2);
@@ -57,6 +62,49 @@ void BM_DecodeWeights(benchmark::State& state, GgmlType type, Isa isa, int threa
                                               benchmark::Counter::kIsRate);
   state.counters["tok/s"] = benchmark::Counter(state.iterations(), benchmark::Counter::kIsRate);
   state.counters["MB"] = static_cast<double>(bytes) / 1e6;
+}
+
+// GEMV over 96 distinct 1536 x 1536 matrices (columns a multiple of 256, so every type fits):
+// the weight-streaming rate of each type's decode kernel, to set against BM_ReadBandwidth.
+void BM_GemvStream(benchmark::State& state, GgmlType type, Isa isa, int threads) {
+  const auto* table = kernels::internal::GetKernelTable(isa);
+  if (table == nullptr) return state.SkipWithError("ISA not available");
+  constexpr std::int64_t kDim = 1536;
+  constexpr int kMats = 96;
+  std::vector<std::vector<std::byte>> mats;
+  for (int i = 0; i < kMats; ++i) mats.push_back(RandomWeights(type, kDim, kDim, 200 + i));
+  std::vector<float> x = RandomFloats(kDim, 1), y(kDim);
+  std::size_t bytes = 0;
+  for (const auto& m : mats) bytes += m.size();
+  for (auto _ : state) {
+    for (const auto& m : mats) {
+      kernels::internal::MatVecWith(*table, type, m.data(), kDim, kDim, x.data(), y.data(),
+                                    Pool(threads));
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations() / 1e9,
+                                              benchmark::Counter::kIsRate);
+  state.counters["Gweights/s"] = benchmark::Counter(
+      static_cast<double>(kDim * kDim * kMats) * state.iterations() / 1e9,
+      benchmark::Counter::kIsRate);
+  state.counters["MB"] = static_cast<double>(bytes) / 1e6;
+}
+
+// GEMV over one 128 x 1536 matrix that stays in cache: each type's compute rate (Gweights/s),
+// the ceiling its decode kernel would hit with infinite memory bandwidth.
+void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa) {
+  const auto* table = kernels::internal::GetKernelTable(isa);
+  if (table == nullptr) return state.SkipWithError("ISA not available");
+  constexpr std::int64_t kRows = 128, kCols = 1536;
+  const std::vector<std::byte> w = RandomWeights(type, kRows, kCols, 5);
+  std::vector<float> x = RandomFloats(kCols, 1), y(kRows);
+  for (auto _ : state) {
+    kernels::internal::MatVecWith(*table, type, w.data(), kRows, kCols, x.data(), y.data(), nullptr);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["Gweights/s"] = benchmark::Counter(
+      static_cast<double>(kRows * kCols) * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 
 // One prefill chunk of n tokens through the matrices of one layer (x30 for the model figure).
@@ -173,6 +221,24 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }
+      }
+    }
+  }
+  for (GgmlType type : kAllTypes) {
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+      benchmark::RegisterBenchmark(("BM_GemvHot/" + std::string(TypeName(type)) + "/" +
+                                    kernels::internal::IsaName(isa))
+                                       .c_str(),
+                                   BM_GemvHot, type, isa)
+          ->Unit(benchmark::kMicrosecond);
+      for (int threads : {1, 2}) {
+        benchmark::RegisterBenchmark(("BM_GemvStream/" + std::string(TypeName(type)) + "/" +
+                                      kernels::internal::IsaName(isa) +
+                                      "/threads:" + std::to_string(threads))
+                                         .c_str(),
+                                     BM_GemvStream, type, isa, threads)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
       }
     }
   }

@@ -37,17 +37,46 @@ void ScaleMinK4(int j, const std::uint8_t* q, int* sc, int* m) {
 
 // Nibbles of L bytes as f32: the low ones (kHigh false) or the high ones.
 template <bool kHigh>
+V NibblesOf(S::VI bytes) {
+  return S::ToFloat(kHigh ? S::ShrI<4>(bytes) : S::AndI(bytes, 0xF));
+}
+template <bool kHigh>
 V Nibbles(const std::uint8_t* p) {
-  const S::VI b = S::WidenU8(p);
-  return S::ToFloat(kHigh ? S::ShrI<4>(b) : S::AndI(b, 0xF));
+  return NibblesOf<kHigh>(S::WidenU8(p));
 }
 
-// Q6_K values q - 32 of L elements: 4 bits of ql (shifted by kQlShift), 2 of qh (kQhShift).
+// Q6_K values q - 32 of L elements from widened ql and qh bytes: 4 bits of ql (shifted by
+// kQlShift), 2 bits of qh (shifted by kQhShift).
+template <int kQlShift, int kQhShift>
+V Q6ValuesOf(S::VI ql, S::VI qh) {
+  // Lanes hold single bytes, so a shift by 4 (6) leaves only the top 4 (2) bits to mask off.
+  const S::VI lo = kQlShift == 4 ? S::ShrI<4>(ql) : S::AndI(ql, 0xF);
+  const S::VI top = kQhShift == 6 ? S::ShrI<6>(qh) : S::AndI(S::ShrI<kQhShift>(qh), 3);
+  return S::ToFloat(S::SubI(S::OrI(lo, S::ShlI<4>(top)), 32));
+}
 template <int kQlShift, int kQhShift>
 V Q6Values(const std::uint8_t* ql, const std::uint8_t* qh) {
-  const S::VI lo = S::AndI(S::ShrI<kQlShift>(S::WidenU8(ql)), 0xF);
-  const S::VI hi = S::ShlI<4>(S::AndI(S::ShrI<kQhShift>(S::WidenU8(qh)), 3));
-  return S::ToFloat(S::SubI(S::OrI(lo, hi), 32));
+  return Q6ValuesOf<kQlShift, kQhShift>(S::WidenU8(ql), S::WidenU8(qh));
+}
+
+// The 8 scales and 8 mins of a Q4_K block times its d and dmin: dsc[j] = d * sc_j and
+// dm[j] = dmin * m_j. The 6-bit fields are regrouped into bytes with word operations (the
+// masks of ggml's AVX2 kernel) instead of unpacking each field on its own.
+void Q4KScales(const std::byte* blk, float* dsc, float* dm) {
+  std::uint32_t u[4];
+  __builtin_memcpy(u, blk + 4, 12);
+  constexpr std::uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
+  u[3] = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);  // m4..m7
+  const std::uint32_t m0 = u[1] & k6;                      // m0..m3
+  u[1] = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);          // sc4..sc7
+  u[2] = m0;
+  u[0] &= k6;  // sc0..sc3
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(u);
+  const float d = LoadHalf(blk), dmin = LoadHalf(blk + 2);
+  for (int j = 0; j < 8; ++j) {
+    dsc[j] = d * static_cast<float>(bytes[j]);
+    dm[j] = dmin * static_cast<float>(bytes[j + 8]);
+  }
 }
 
 struct KindQ4_0 {
@@ -119,20 +148,6 @@ struct KindQ6_K {
   }
 };
 
-// sum(q[i] * x[i]) over 32 elements as a vector: nibbles of 32 bytes at q (kHigh: high ones)
-// against x[0..32), or, for Q4_0, the low then high nibbles of 16 bytes.
-template <bool kHigh>
-V NibbleDot32(const std::uint8_t* q, const float* x) {
-  V p = S::Mul(Nibbles<kHigh>(q), S::Load(x));
-  for (int j = L; j < 32; j += L) p = S::Fma(Nibbles<kHigh>(q + j), S::Load(x + j), p);
-  return p;
-}
-V NibbleDotQ4_0(const std::uint8_t* q, const float* x) {
-  V p = S::Mul(Nibbles<false>(q), S::Load(x));
-  for (int j = L; j < 16; j += L) p = S::Fma(Nibbles<false>(q + j), S::Load(x + j), p);
-  for (int j = 0; j < 16; j += L) p = S::Fma(Nibbles<true>(q + j), S::Load(x + 16 + j), p);
-  return p;
-}
 // Lane-wise sum of x[0..32) (its horizontal sum is the block's sum).
 V Sum32(const float* x) {
   V s = S::Load(x);
@@ -140,7 +155,8 @@ V Sum32(const float* x) {
   return s;
 }
 
-// Q4_0: y = sum_b d_b * (sum q x - 8 * sum x) over blocks of 32.
+// Q4_0: y = sum_b d_b * (sum q x - 8 * sum x) over blocks of 32. Each widened byte gives a
+// low nibble (element j) and a high one (element j + 16).
 template <int R>
 void DotRowsQ4_0(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
                  float* y) {
@@ -153,50 +169,62 @@ void DotRowsQ4_0(const std::byte* w, std::size_t row_bytes, std::int64_t cols, c
       const std::byte* blk = w + i * row_bytes + b * kQ4_0Bytes;
       PrefetchAhead(blk, 0, row_bytes);
       const float d = LoadHalf(blk);
-      const V p = NibbleDotQ4_0(reinterpret_cast<const std::uint8_t*>(blk + 2), xb);
+      const auto* qs = reinterpret_cast<const std::uint8_t*>(blk + 2);
+      V p = S::Zero();
+      for (int j = 0; j < 16; j += L) {
+        const S::VI bytes = S::WidenU8(qs + j);
+        p = S::Fma(NibblesOf<false>(bytes), S::Load(xb + j), p);
+        p = S::Fma(NibblesOf<true>(bytes), S::Load(xb + 16 + j), p);
+      }
       acc[i] = S::Fnma(xs, S::Set1(8.0f * d), S::Fma(p, S::Set1(d), acc[i]));
     }
   }
   for (int i = 0; i < R; ++i) y[i] = S::ReduceAdd(acc[i]);
 }
 
-// Q4_K: y = sum_j (d sc_j) * sum q x - (dmin m_j) * sum x over the 8 sub-blocks of each block.
+// Q4_K: y = sum_j (d sc_j) * sum q x - (dmin m_j) * sum x over the 8 sub-blocks of a block;
+// the min terms of a block are a scalar dot with x's sub-block sums (shared by the rows).
 template <int R>
 void DotRowsQ4_K(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
                  float* y) {
   V acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = S::Zero();
+  float mins[R];
+  for (int i = 0; i < R; ++i) acc[i] = S::Zero(), mins[i] = 0.0f;
   for (std::int64_t b = 0; b < cols / kQK; ++b) {
     const float* xb = x + b * kQK;
-    V xs[8];
-    for (int j = 0; j < 8; ++j) xs[j] = Sum32(xb + 32 * j);
+    float xsum[8];
+    for (int j = 0; j < 8; ++j) xsum[j] = S::ReduceAdd(Sum32(xb + 32 * j));
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * kQ4KBytes;
       PrefetchAhead(blk, 0, row_bytes);
       PrefetchAhead(blk, 64, row_bytes);
       PrefetchAhead(blk, 128, row_bytes);
-      const float d = LoadHalf(blk), dmin = LoadHalf(blk + 2);
-      const auto* scales = reinterpret_cast<const std::uint8_t*>(blk + 4);
+      float dsc[8], dm[8];
+      Q4KScales(blk, dsc, dm);
+      float m = 0.0f;
+      for (int j = 0; j < 8; ++j) m += dm[j] * xsum[j];
+      mins[i] += m;
       const auto* qs = reinterpret_cast<const std::uint8_t*>(blk + 16);
       V a = acc[i];
       for (int g = 0; g < 4; ++g) {
-        int sc0, m0, sc1, m1;
-        ScaleMinK4(2 * g, scales, &sc0, &m0);
-        ScaleMinK4(2 * g + 1, scales, &sc1, &m1);
-        const V p0 = NibbleDot32<false>(qs + 32 * g, xb + 64 * g);
-        const V p1 = NibbleDot32<true>(qs + 32 * g, xb + 64 * g + 32);
-        a = S::Fma(p0, S::Set1(d * static_cast<float>(sc0)), a);
-        a = S::Fma(p1, S::Set1(d * static_cast<float>(sc1)), a);
-        a = S::Fnma(xs[2 * g], S::Set1(dmin * static_cast<float>(m0)), a);
-        a = S::Fnma(xs[2 * g + 1], S::Set1(dmin * static_cast<float>(m1)), a);
+        const float* xg = xb + 64 * g;
+        V p0 = S::Zero(), p1 = S::Zero();
+        for (int l = 0; l < 32; l += L) {
+          const S::VI bytes = S::WidenU8(qs + 32 * g + l);
+          p0 = S::Fma(NibblesOf<false>(bytes), S::Load(xg + l), p0);
+          p1 = S::Fma(NibblesOf<true>(bytes), S::Load(xg + 32 + l), p1);
+        }
+        a = S::Fma(p0, S::Set1(dsc[2 * g]), a);
+        a = S::Fma(p1, S::Set1(dsc[2 * g + 1]), a);
       }
       acc[i] = a;
     }
   }
-  for (int i = 0; i < R; ++i) y[i] = S::ReduceAdd(acc[i]);
+  for (int i = 0; i < R; ++i) y[i] = S::ReduceAdd(acc[i]) - mins[i];
 }
 
-// Q6_K: y = sum over sub-blocks of 16 of (d sc_j) * sum (q - 32) x.
+// Q6_K: y = sum over sub-blocks of 16 of (d sc_j) * sum (q - 32) x. Each (ql, ql + 32, qh)
+// byte triple gives four values, one per quarter of the half-block.
 template <int R>
 void DotRowsQ6_K(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
                  float* y) {
@@ -219,10 +247,12 @@ void DotRowsQ6_K(const std::byte* w, std::size_t row_bytes, std::int64_t cols, c
         for (int g = 0; g < 2; ++g) {  // 16-element groups: l in [16 g, 16 g + 16)
           V p1 = S::Zero(), p2 = S::Zero(), p3 = S::Zero(), p4 = S::Zero();
           for (int l = 16 * g; l < 16 * g + 16; l += L) {
-            p1 = S::Fma(Q6Values<0, 0>(ql + l, qh + l), S::Load(xh + l), p1);
-            p2 = S::Fma(Q6Values<0, 2>(ql + l + 32, qh + l), S::Load(xh + l + 32), p2);
-            p3 = S::Fma(Q6Values<4, 4>(ql + l, qh + l), S::Load(xh + l + 64), p3);
-            p4 = S::Fma(Q6Values<4, 6>(ql + l + 32, qh + l), S::Load(xh + l + 96), p4);
+            const S::VI la = S::WidenU8(ql + l), lb = S::WidenU8(ql + l + 32);
+            const S::VI h = S::WidenU8(qh + l);
+            p1 = S::Fma(Q6ValuesOf<0, 0>(la, h), S::Load(xh + l), p1);
+            p2 = S::Fma(Q6ValuesOf<0, 2>(lb, h), S::Load(xh + l + 32), p2);
+            p3 = S::Fma(Q6ValuesOf<4, 4>(la, h), S::Load(xh + l + 64), p3);
+            p4 = S::Fma(Q6ValuesOf<4, 6>(lb, h), S::Load(xh + l + 96), p4);
           }
           a = S::Fma(p1, S::Set1(d * static_cast<float>(sc[g + 0])), a);
           a = S::Fma(p2, S::Set1(d * static_cast<float>(sc[g + 2])), a);

@@ -1,7 +1,11 @@
 // `smartgen bench engine`: prefill tok/s at several prompt lengths and decode tok/s, in the
-// manner of llama-bench (pp<N> on a fresh context, tg from a short context).
+// manner of llama-bench (pp<N> on a fresh context, tg<M> from a one-token context), with the
+// rates behind them: decode as weight bytes streamed per second (and, given the machine's
+// measured read bandwidth, as a share of that floor), prefill as GFLOP/s (and as a share of a
+// measured GEMM peak). Both come from bench/bench_kernels (BM_ReadBandwidth, BM_MatMul).
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,15 +24,58 @@ namespace {
 struct BenchEngineOptions {
   EngineOptions engine;
   std::vector<std::int64_t> prompt_tokens = {512, 2048, 4096};
-  int decode_tokens = 64;
+  int decode_tokens = 128;
   int reps = 2;
+  std::string stat = "median";  // or "best": the fastest repetition
+  double mem_gbs = 0;           // measured read bandwidth (0: no share reported)
+  double gemm_gflops = 0;       // measured GEMM peak at these threads (0: no share reported)
   std::uint64_t seed = 1;
   bool json = false;
 };
 
-double Median(std::vector<double> v) {
+double Pick(std::vector<double> v, const std::string& stat) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
+  if (v.empty()) return 0.0;
+  return stat == "best" ? v.back() : v[v.size() / 2];
+}
+
+// The 1-minute load average, to record what else ran during the measurement.
+double LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double one = 0;
+  in >> one;
+  return one;
+}
+
+// Weight bytes a decode step streams: every layer matrix and the output head.
+double DecodeWeightBytes(const model::Model& m) {
+  auto bytes = [](const kernels::WeightView& w) {
+    return static_cast<double>(w.row_bytes()) * static_cast<double>(w.rows);
+  };
+  double total = bytes(m.output());
+  for (int l = 0; l < m.config().n_layers; ++l) {
+    const model::LayerWeights& w = m.layer(l);
+    for (const kernels::WeightView* v : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) {
+      total += bytes(*v);
+    }
+  }
+  return total;
+}
+
+// FLOPs of a prefill of n tokens: the layer matmuls for every token, causal attention
+// (QK and PV, 2 x head_dim multiply-adds per query-key pair and head), one output row.
+double PrefillFlops(const model::Model& m, std::int64_t n) {
+  const model::ModelConfig& c = m.config();
+  double per_token = 0;
+  for (int l = 0; l < c.n_layers; ++l) {
+    const model::LayerWeights& w = m.layer(l);
+    for (const kernels::WeightView* v : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) {
+      per_token += 2.0 * static_cast<double>(v->rows) * static_cast<double>(v->cols);
+    }
+  }
+  const double pairs = static_cast<double>(n) * static_cast<double>(n + 1) / 2;
+  const double attention = 4.0 * c.head_dim * c.n_heads * c.n_layers * pairs;
+  return per_token * static_cast<double>(n) + attention + 2.0 * c.n_embd * c.n_vocab;
 }
 
 // Random ordinary token ids (not specials) for a synthetic prompt.
@@ -45,10 +92,16 @@ Status BenchEngine(const BenchEngineOptions& o) {
   const std::int64_t longest = *std::max_element(o.prompt_tokens.begin(), o.prompt_tokens.end());
   SG_ASSIGN_OR_RETURN(Engine e, LoadEngine(o.engine, longest + o.decode_tokens + 8));
   const model::ModelConfig& c = e.model->config();
+  const double decode_bytes = DecodeWeightBytes(*e.model);
+  const double load_before = LoadAverage();
   if (!o.json) {
-    std::fprintf(stderr, "model: %s\nweights: %s, %.1f MB; cpu: %s; %s\n", c.ToString().c_str(),
-                 e.model->weight_type_name().c_str(), e.model->weight_bytes() / 1e6,
-                 core::GetCpuFeatures().ToString().c_str(), o.engine.ToString().c_str());
+    std::fprintf(stderr,
+                 "model: %s\nweights: %s, %.1f MB (%.1f MB read per decoded token); cpu: %s; %s; "
+                 "%d reps, %s; load average %.2f\n",
+                 c.ToString().c_str(), e.model->weight_type_name().c_str(),
+                 e.model->weight_bytes() / 1e6, decode_bytes / 1e6,
+                 core::GetCpuFeatures().ToString().c_str(), o.engine.ToString().c_str(), o.reps,
+                 o.stat.c_str(), load_before);
   }
 
   // Decode: tg<decode_tokens> after a 1-token context, like llama-bench's tg test.
@@ -73,7 +126,8 @@ Status BenchEngine(const BenchEngineOptions& o) {
     }
     decode_rates.push_back(o.decode_tokens / watch.ElapsedSeconds());
   }
-  const double decode_tok_s = Median(decode_rates);
+  const double decode_tok_s = Pick(decode_rates, o.stat);
+  const double decode_gbs = decode_tok_s * decode_bytes / 1e9;
 
   for (const std::int64_t n : o.prompt_tokens) {
     if (n <= 0 || n > e.forward->max_context()) {
@@ -93,25 +147,39 @@ Status BenchEngine(const BenchEngineOptions& o) {
       SG_RETURN_IF_ERROR(e.forward->Run(chunks));
       rates.push_back(static_cast<double>(n) / watch.ElapsedSeconds());
     }
-    const double prefill_tok_s = Median(rates);
+    const double prefill_tok_s = Pick(rates, o.stat);
+    const double prefill_gflops = prefill_tok_s * PrefillFlops(*e.model, n) / static_cast<double>(n) / 1e9;
+    const double bw_share = o.mem_gbs > 0 ? decode_gbs / o.mem_gbs : 0.0;
+    const double gemm_share = o.gemm_gflops > 0 ? prefill_gflops / o.gemm_gflops : 0.0;
     if (o.json) {
       nlohmann::json j;
       j["model"] = o.engine.model_path;
       j["weight_type"] = e.model->weight_type_name();
       j["n_prompt"] = n;
       j["prefill_tok_s"] = prefill_tok_s;
+      j["prefill_gflops"] = prefill_gflops;
       j["decode_tok_s"] = decode_tok_s;
+      j["decode_weight_mb"] = decode_bytes / 1e6;
+      j["decode_gbs"] = decode_gbs;
+      if (o.mem_gbs > 0) j["decode_share_of_bandwidth_floor"] = bw_share;
+      if (o.gemm_gflops > 0) j["prefill_share_of_gemm_peak"] = gemm_share;
       j["n_decode"] = o.decode_tokens;
       j["threads"] = o.engine.threads;
       j["kv_dtype"] = o.engine.kv_dtype;
       j["reps"] = o.reps;
+      j["stat"] = o.stat;
+      j["loadavg_1m"] = {load_before, LoadAverage()};
       j["peak_rss_mb"] = core::PeakRssBytes() / 1e6;
       j["cpu"] = core::GetCpuFeatures().ToString();
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::printf("pp%-6lld %9.1f tok/s    tg%-4d %8.1f tok/s    threads %d    peak RSS %.0f MB\n",
-                  static_cast<long long>(n), prefill_tok_s, o.decode_tokens, decode_tok_s,
-                  o.engine.threads, core::PeakRssBytes() / 1e6);
+      std::printf("pp%-6lld %8.1f tok/s %6.1f GFLOP/s", static_cast<long long>(n), prefill_tok_s,
+                  prefill_gflops);
+      if (o.gemm_gflops > 0) std::printf(" (%3.0f%% of GEMM peak)", 100 * gemm_share);
+      std::printf("   tg%-4d %7.1f tok/s %5.1f GB/s", o.decode_tokens, decode_tok_s, decode_gbs);
+      if (o.mem_gbs > 0) std::printf(" (%3.0f%% of bandwidth floor)", 100 * bw_share);
+      std::printf("   threads %d   peak RSS %.0f MB   load %.2f\n", o.engine.threads,
+                  core::PeakRssBytes() / 1e6, LoadAverage());
     }
     std::fflush(stdout);
   }
@@ -128,7 +196,15 @@ void RegisterBenchEngine(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--decode-tokens", o->decode_tokens, "tokens per decode measurement")
       ->capture_default_str();
-  cmd->add_option("--reps", o->reps, "repetitions (the median is reported)")->capture_default_str();
+  cmd->add_option("--reps", o->reps, "repetitions per measurement")->capture_default_str();
+  cmd->add_option("--stat", o->stat, "which repetition to report: median or best")
+      ->check(CLI::IsMember({"median", "best"}))
+      ->capture_default_str();
+  cmd->add_option("--mem-gbs", o->mem_gbs,
+                  "measured read bandwidth in GB/s (bench_kernels BM_ReadBandwidth) for the "
+                  "decode share of the bandwidth floor");
+  cmd->add_option("--gemm-gflops", o->gemm_gflops,
+                  "measured GEMM peak in GFLOP/s (bench_kernels BM_MatMul) for the prefill share");
   cmd->add_option("--seed", o->seed, "prompt seed")->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON object per line");
   cmd->callback([o] {
