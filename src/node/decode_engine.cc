@@ -129,7 +129,11 @@ void DecodeEngine::Admit(std::vector<std::unique_ptr<Seq>>* waiting) {
       continue;
     }
     if (r.kind == Readiness::Kind::kPrefillLocally) {
-      if (r.kv != nullptr) seq->job.kv = r.kv;
+      if (r.kv != nullptr) {
+        // A fallback: the prompt is computed here into complete KV, so attention is dense.
+        seq->job.kv = r.kv;
+        seq->job.attention = nullptr;
+      }
       if (!PrefillLocally(*seq)) continue;  // finished (error or a one-token output)
     } else {
       // Token 0 came from the prefill node, which computed the prompt's KV: its positions are

@@ -36,6 +36,7 @@ struct Readiness {
   std::int32_t first_token = -1;  // kGo: token 0, sampled by the prefill node
   Status status;                  // kFail
   kv::SequenceKv* kv = nullptr;   // kPrefillLocally: compute into this KV instead of the job's
+                                  // (and attend densely: the job's override is dropped)
   static Readiness Wait() { return {}; }
   static Readiness Go(std::int32_t token) { return {Kind::kGo, token, {}, nullptr}; }
   static Readiness PrefillLocally(kv::SequenceKv* kv = nullptr) {

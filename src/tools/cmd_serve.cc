@@ -19,7 +19,7 @@
 #include "server/http_server.h"
 #include "server/model_backend.h"
 #include "tools/commands.h"
-#include "tools/router_backend.h"
+#include "server/router_backend.h"
 
 namespace smartgen::tools {
 namespace {
@@ -124,7 +124,7 @@ Status ServeRouter(RouterOptions o) {
               o.router.model_path, fmt::join(o.router.prefill_nodes, ","),
               fmt::join(o.router.decode_nodes, ","), o.default_mode);
   SG_ASSIGN_OR_RETURN(std::unique_ptr<node::Router> router, node::Router::Create(o.router));
-  RouterBackend backend(std::move(router));
+  server::RouterBackend backend(std::move(router));
   return ServeHttp(&backend, o.http);
 }
 

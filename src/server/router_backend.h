@@ -1,4 +1,4 @@
-// RouterBackend: serves a node::Router through the HTTP API (server::CompletionBackend).
+// RouterBackend: serves a node::Router through the HTTP API (CompletionBackend).
 // The router is the disaggregated deployment's front; this adapter maps request fields and
 // the `smartgen` extension (mode, options) onto it.
 #pragma once
@@ -8,17 +8,17 @@
 #include "node/router.h"
 #include "server/completion_backend.h"
 
-namespace smartgen::tools {
+namespace smartgen::server {
 
-class RouterBackend final : public server::CompletionBackend {
+class RouterBackend final : public CompletionBackend {
  public:
   explicit RouterBackend(std::unique_ptr<node::Router> router) : router_(std::move(router)) {}
 
   const tokenizer::Tokenizer& tokenizer() const override { return router_->model().tokenizer(); }
   std::string model_name() const override;
   std::int64_t context_length() const override { return router_->context_length(); }
-  Result<server::GenerationResult> Generate(const server::GenerationRequest& request,
-                                            const server::TokenSink& on_token) override;
+  Result<GenerationResult> Generate(const GenerationRequest& request,
+                                            const TokenSink& on_token) override;
   Status Health() const override { return router_->Health(); }
   void AppendMetrics(std::string* out) const override { router_->AppendMetrics(out); }
 
@@ -26,4 +26,4 @@ class RouterBackend final : public server::CompletionBackend {
   std::unique_ptr<node::Router> router_;
 };
 
-}  // namespace smartgen::tools
+}  // namespace smartgen::server

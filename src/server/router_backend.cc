@@ -1,14 +1,14 @@
-#include "tools/router_backend.h"
+#include "server/router_backend.h"
 
-namespace smartgen::tools {
+namespace smartgen::server {
 
 std::string RouterBackend::model_name() const {
   const std::string& name = router_->model().config().name;
   return name.empty() ? "smartgen" : name;
 }
 
-Result<server::GenerationResult> RouterBackend::Generate(const server::GenerationRequest& request,
-                                                         const server::TokenSink& on_token) {
+Result<GenerationResult> RouterBackend::Generate(const GenerationRequest& request,
+                                                         const TokenSink& on_token) {
   node::RouteRequest rq;
   rq.prompt = request.prompt;
   rq.max_tokens = request.max_tokens;
@@ -26,10 +26,10 @@ Result<server::GenerationResult> RouterBackend::Generate(const server::Generatio
   }
   rq.deadline = request.deadline;
   SG_ASSIGN_OR_RETURN(node::RouteResult r, router_->Generate(rq, on_token));
-  server::GenerationResult out;
+  GenerationResult out;
   out.finish_reason = std::move(r.finish_reason);
   out.stats = std::move(r.stats);
   return out;
 }
 
-}  // namespace smartgen::tools
+}  // namespace smartgen::server

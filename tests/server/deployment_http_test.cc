@@ -1,0 +1,222 @@
+// The OpenAI HTTP API over a real disaggregated deployment in one process: prefill nodes,
+// decode nodes, the router (RouterBackend) and the HTTP server, on loopback. Outputs must be
+// token-identical across transfer modes (checked through curl's SSE stream too), a bounded load
+// test must answer every request once with metrics that add up, and killing a node mid-request
+// must give that client a clean error (or a correct answer) while the router keeps serving.
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "model/synthetic_model.h"
+#include "node/decode_node.h"
+#include "node/prefill_node.h"
+#include "node/router.h"
+#include "server/http_server.h"
+#include "server/router_backend.h"
+#include "test_util.h"
+
+namespace smartgen::server {
+namespace {
+
+using testing::json;
+
+std::string ModelPath() {
+  static const std::string path = [] {
+    model::SyntheticModelSpec spec;
+    spec.preset = *model::FindPreset("small");
+    spec.type = gguf::GgmlType::kF32;
+    spec.seed = 31;
+    spec.out = ::testing::TempDir() + "/deployment_http_test.gguf";
+    EXPECT_TRUE(model::WriteSyntheticModel(spec).ok());
+    return spec.out;
+  }();
+  return path;
+}
+
+node::NodeConfig NodeConfigFor(const std::string& name) {
+  node::NodeConfig c;
+  c.name = name;
+  c.model_path = ModelPath();
+  c.threads = 1;
+  c.kv_dtype = "f32";
+  c.kv_capacity_tokens = 1 << 15;
+  return c;
+}
+
+class HttpDeployment : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 2; ++i) {
+      auto p = node::PrefillNode::Create(NodeConfigFor("prefill" + std::to_string(i)));
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      ASSERT_TRUE((*p)->Start().ok());
+      prefills_.push_back(std::move(*p));
+      auto d = node::DecodeNode::Create(NodeConfigFor("decode" + std::to_string(i)));
+      ASSERT_TRUE(d.ok()) << d.status().ToString();
+      ASSERT_TRUE((*d)->Start().ok());
+      decodes_.push_back(std::move(*d));
+    }
+    node::RouterConfig rc;
+    rc.model_path = ModelPath();
+    for (auto& p : prefills_) rc.prefill_nodes.push_back("127.0.0.1:" + std::to_string(p->http_port()));
+    for (auto& d : decodes_) rc.decode_nodes.push_back("127.0.0.1:" + std::to_string(d->http_port()));
+    auto router = node::Router::Create(rc);
+    ASSERT_TRUE(router.ok()) << router.status().ToString();
+    backend_ = std::make_unique<RouterBackend>(std::move(*router));
+    HttpServerOptions options;
+    options.max_concurrent = 48;
+    server_ = std::make_unique<HttpServer>(backend_.get(), options);
+    ASSERT_TRUE(server_->Start().ok());
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+  }
+
+  static json Body(const std::vector<std::int32_t>& prompt, int max_tokens, const std::string& mode,
+                   bool stream, json options = nullptr) {
+    json ext = {{"mode", mode}, {"return_token_ids", true}, {"ignore_eos", true}};
+    if (!options.is_null()) ext["options"] = options;
+    return {{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0},
+            {"stream", stream}, {"smartgen", ext}};
+  }
+
+  std::vector<std::unique_ptr<node::PrefillNode>> prefills_;
+  std::vector<std::unique_ptr<node::DecodeNode>> decodes_;
+  std::unique_ptr<RouterBackend> backend_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+std::vector<std::int32_t> Prompt(int n, int salt) {
+  std::vector<std::int32_t> p(n);
+  for (int i = 0; i < n; ++i) p[i] = 32 + (i * 7 + salt * 3) % 90;
+  return p;
+}
+
+// Runs curl with a streaming request and returns its SSE data payloads.
+std::vector<json> CurlStream(int port, const json& body) {
+  const std::string path = ::testing::TempDir() + "/curl_body.json";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  const std::string text = body.dump();
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  const std::string cmd = "curl -sN --max-time 60 -H 'Content-Type: application/json' --data @" +
+                          path + " http://127.0.0.1:" + std::to_string(port) + "/v1/completions";
+  std::FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  EXPECT_EQ(pclose(p), 0) << cmd;
+  std::vector<json> chunks;
+  std::size_t at = 0;
+  while ((at = out.find("data: ", at)) != std::string::npos) {
+    const std::size_t end = out.find("\n\n", at);
+    const std::string data = out.substr(at + 6, end - at - 6);
+    at = end;
+    if (data == "[DONE]") break;
+    chunks.push_back(json::parse(data));
+  }
+  return chunks;
+}
+
+TEST_F(HttpDeployment, EveryModeGivesTheSameTokensThroughCurlAndSse) {
+  const auto prompt = Prompt(200, 1);
+  std::vector<std::vector<std::int32_t>> outputs;
+  for (const char* mode : {"colocated", "full", "layerwise", "smartgen", "auto"}) {
+    const json options = std::string(mode) == "smartgen"
+                             ? json{{"budget_fraction", 1.0}, {"proactive_ratio", 8.0}}
+                             : json(nullptr);
+    const std::vector<json> chunks = CurlStream(server_->port(), Body(prompt, 12, mode, true, options));
+    ASSERT_FALSE(chunks.empty()) << mode;
+    const json& last = chunks.back();
+    ASSERT_TRUE(last.contains("smartgen")) << mode << ": " << last.dump();
+    outputs.push_back(last["smartgen"]["token_ids"].get<std::vector<std::int32_t>>());
+    EXPECT_EQ(outputs.back().size(), 12u) << mode;
+    EXPECT_EQ(last["choices"][0]["finish_reason"], "length") << mode;
+  }
+  for (std::size_t i = 1; i < outputs.size(); ++i) EXPECT_EQ(outputs[i], outputs[0]) << "mode #" << i;
+  // Non-streaming, through httplib, agrees too.
+  const auto reply = testing::PostJson(server_->port(), "/v1/completions", Body(prompt, 12, "layerwise", false));
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.body_json["smartgen"]["token_ids"].get<std::vector<std::int32_t>>(), outputs[0]);
+  EXPECT_EQ(reply.body_json["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(reply.body_json["usage"]["prompt_tokens"], 200);
+}
+
+TEST_F(HttpDeployment, ThirtyTwoConcurrentStreamsAreEachAnsweredOnce) {
+  constexpr int kClients = 32, kTokens = 8;
+  const char* modes[] = {"colocated", "full", "layerwise", "smartgen"};
+  std::vector<testing::StreamReply> replies(kClients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      replies[i] = testing::PostStream(server_->port(), "/v1/completions",
+                                       Body(Prompt(40 + i, i), kTokens, modes[i % 4], true));
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kClients; ++i) {
+    ASSERT_EQ(replies[i].status, 200) << "client " << i << ": " << replies[i].raw.substr(0, 300);
+    EXPECT_EQ(replies[i].done_count, 1) << "client " << i;
+    EXPECT_TRUE(replies[i].done_last) << "client " << i;
+    const json& last = replies[i].chunks.back();
+    EXPECT_EQ(last["smartgen"]["token_ids"].size(), static_cast<std::size_t>(kTokens)) << "client " << i;
+  }
+  const auto metrics = testing::ParseMetrics(server_->MetricsText());
+  EXPECT_EQ(testing::Metric(metrics, "smartgen_server_requests_total{endpoint=\"completions\",outcome=\"ok\"}"), kClients);
+  EXPECT_EQ(testing::Metric(metrics, "smartgen_server_generation_tokens_total"), kClients * kTokens);
+  EXPECT_EQ(testing::Metric(metrics, "smartgen_server_ttst_seconds_count"), kClients);
+  EXPECT_EQ(testing::Metric(metrics, "smartgen_server_requests_in_flight"), 0);
+}
+
+TEST_F(HttpDeployment, KillingADecodeNodeMidRequestGivesACleanErrorAndServiceContinues) {
+  // A long request streams; its decode node dies after the first tokens.
+  std::atomic<bool> killed{false};
+  testing::StreamReply reply;
+  std::thread client([&] {
+    reply = testing::PostStream(server_->port(), "/v1/completions", Body(Prompt(64, 2), 4000, "layerwise", true));
+  });
+  // Both decode nodes may serve it: wait until one is decoding, then stop it.
+  ASSERT_TRUE(testing::WaitFor([&] {
+    for (auto& d : decodes_) {
+      if (d->MetricsText().find("smartgen_decode_running 1") != std::string::npos) {
+        d->Stop();
+        killed = true;
+        return true;
+      }
+    }
+    return false;
+  }, core::Seconds(20)));
+  const core::Stopwatch watch;
+  client.join();
+  EXPECT_LT(watch.ElapsedSeconds(), 15.0);
+  EXPECT_EQ(reply.status, 200);  // streaming had started
+  EXPECT_NE(reply.raw.find("error"), std::string::npos) << reply.raw.substr(0, 400);
+  EXPECT_TRUE(reply.done_last);
+  // The router keeps serving on the other decode node.
+  for (int i = 0; i < 3; ++i) {
+    const auto ok = testing::PostJson(server_->port(), "/v1/completions", Body(Prompt(30, 9 + i), 4, "layerwise", false));
+    EXPECT_EQ(ok.status, 200) << ok.body;
+  }
+}
+
+TEST_F(HttpDeployment, KillingAPrefillNodeStillAnswersCorrectly) {
+  const auto prompt = Prompt(120, 5);
+  const auto want = testing::PostJson(server_->port(), "/v1/completions", Body(prompt, 8, "colocated", false));
+  ASSERT_EQ(want.status, 200);
+  prefills_[0]->Stop();
+  prefills_[1]->Stop();
+  for (const char* mode : {"layerwise", "smartgen"}) {
+    const auto got = testing::PostJson(server_->port(), "/v1/completions", Body(prompt, 8, mode, false));
+    ASSERT_EQ(got.status, 200) << mode << ": " << got.body;
+    EXPECT_EQ(got.body_json["smartgen"]["token_ids"], want.body_json["smartgen"]["token_ids"]) << mode;
+    EXPECT_TRUE(got.body_json["smartgen"].value("fallback", false)) << mode;
+  }
+}
+
+}  // namespace
+}  // namespace smartgen::server
