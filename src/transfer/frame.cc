@@ -3,7 +3,6 @@
 #include <bit>
 #include <cstring>
 
-#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>  // libxxhash: optimised even in debug builds
 
 namespace smartgen::transfer {
@@ -117,15 +116,6 @@ Result<FrameHeader> DecodeHeader(std::span<const std::byte, kFrameHeaderBytes> b
   }
   return h;
 }
-
-std::uint64_t Checksum(std::span<const ConstBytes> parts) {
-  XXH3_state_t state;
-  XXH3_64bits_reset(&state);
-  for (ConstBytes part : parts) XXH3_64bits_update(&state, part.data(), part.size());
-  return XXH3_64bits_digest(&state);
-}
-
-std::uint64_t Checksum(ConstBytes bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
 
 std::vector<std::byte> EncodeAcks(std::span<const AckEntry> acks) {
   WireWriter w;

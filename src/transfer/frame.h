@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "transfer/checksum.h"
 #include "transfer/types.h"
 
 namespace smartgen::transfer {
@@ -82,10 +83,6 @@ using EncodedHeader = std::array<std::byte, kFrameHeaderBytes>;
 EncodedHeader EncodeHeader(const FrameHeader& header);
 // Parses and verifies a header. kDataLoss when the magic, checksum, type or length is wrong.
 Result<FrameHeader> DecodeHeader(std::span<const std::byte, kFrameHeaderBytes> bytes);
-
-// xxh3-64 of the concatenation of `parts`.
-std::uint64_t Checksum(std::span<const ConstBytes> parts);
-std::uint64_t Checksum(ConstBytes bytes);
 
 // A verdict on one pushed data frame (kAck payload entry).
 struct AckEntry {

@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>  // libxxhash: optimised even in debug builds
 
 #include "core/clock.h"

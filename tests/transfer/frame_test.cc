@@ -71,6 +71,23 @@ TEST(Frame, ChecksumOfPartsEqualsChecksumOfWhole) {
   EXPECT_NE(Checksum(parts), before);
 }
 
+TEST(Frame, EveryChecksumIsaAgrees) {
+  std::vector<std::byte> data(1 << 20);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>((i * 2654435761u) >> 13);
+  const ConstBytes all(data);
+  const std::vector<ConstBytes> parts = {all.first(2048), all.subspan(2048, 3), all.subspan(2051)};
+  const std::uint64_t reference = ChecksumWith(ChecksumIsa::kBaseline, parts);
+  EXPECT_EQ(reference, ChecksumWith(ChecksumIsa::kBaseline, std::span<const ConstBytes>(&all, 1)));
+  EXPECT_EQ(Checksum(parts), reference);
+  const ChecksumIsa selected = SelectedChecksumIsa();
+  if (selected == ChecksumIsa::kAvx2 || selected == ChecksumIsa::kAvx512) {
+    EXPECT_EQ(ChecksumWith(ChecksumIsa::kAvx2, parts), reference);
+  }
+  if (selected == ChecksumIsa::kAvx512) {
+    EXPECT_EQ(ChecksumWith(ChecksumIsa::kAvx512, parts), reference);
+  }
+}
+
 TEST(Frame, AckAndPullPayloadsRoundTrip) {
   const std::vector<AckEntry> acks = {{5, {1, 2, 3, 4, 5}, StatusCode::kOk},
                                       {6, {7, 0, 1, 9, 1}, StatusCode::kDataLoss}};
