@@ -120,43 +120,50 @@ void Product(MatVecFn vec, MatMulFn mul, const void* w, std::size_t row_bytes, s
   }
 }
 
+// Token sub-blocks of a chunk that goes through scratch (accumulate, SwiGLU): the products of
+// one sub-block stay in cache until the epilogue reads them; the chunk's weight rows are
+// re-read from cache, not memory, by the next sub-block.
+constexpr std::int64_t kEpilogueTokens = 512;
+
 // Runs chunk (rows [r0, r1), tokens [t0, t1)) of segment s.
 void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::int64_t r1,
               std::int64_t t0, std::int64_t t1) {
-  const std::int64_t nr = r1 - r0, nt = t1 - t0;
-  const float* x = s.x + t0 * s.cols;
-  float* y = s.y + t0 * s.rows + r0;  // row stride s.rows
+  const std::int64_t nr = r1 - r0;
   if (s.epilogue == Epilogue::kStore) {
-    Product(s.vec, s.mul, s.w, s.row_bytes, s.cols, x, nt, r0, r1, y, s.rows);
+    Product(s.vec, s.mul, s.w, s.row_bytes, s.cols, s.x + t0 * s.cols, t1 - t0, r0, r1,
+            s.y + t0 * s.rows + r0, s.rows);
     return;
   }
-  // The product goes to thread scratch [nt][nr] first, then into y.
-  float* tmp = ThreadScratch(2, static_cast<std::size_t>(nr * nt));
-  Product(s.vec, s.mul, s.w, s.row_bytes, s.cols, x, nt, r0, r1, tmp, nr);
-  if (s.epilogue == Epilogue::kAccumulate) {
-    for (std::int64_t t = 0; t < nt; ++t) table.add_in_place(y + t * s.rows, tmp + t * nr, nr);
-    return;
+  for (std::int64_t ts = t0; ts < t1; ts += kEpilogueTokens) {
+    const std::int64_t nt = std::min(kEpilogueTokens, t1 - ts);
+    const float* x = s.x + ts * s.cols;
+    float* y = s.y + ts * s.rows + r0;  // row stride s.rows
+    // The product goes to thread scratch [nt][nr] first, then into y.
+    float* tmp = ThreadScratch(2, static_cast<std::size_t>(nr * nt));
+    Product(s.vec, s.mul, s.w, s.row_bytes, s.cols, x, nt, r0, r1, tmp, nr);
+    if (s.epilogue == Epilogue::kAccumulate) {
+      for (std::int64_t t = 0; t < nt; ++t) table.add_in_place(y + t * s.rows, tmp + t * nr, nr);
+      continue;
+    }
+    float* up = ThreadScratch(3, static_cast<std::size_t>(nr * nt));
+    Product(s.vec_up, s.mul_up, s.w_up, s.row_bytes_up, s.cols, x, nt, r0, r1, up, nr);
+    for (std::int64_t t = 0; t < nt; ++t) {
+      table.swiglu(tmp + t * nr, up + t * nr, nr, y + t * s.rows);
+    }
   }
-  float* up = ThreadScratch(3, static_cast<std::size_t>(nr * nt));
-  Product(s.vec_up, s.mul_up, s.w_up, s.row_bytes_up, s.cols, x, nt, r0, r1, up, nr);
-  for (std::int64_t t = 0; t < nt; ++t) table.swiglu(tmp + t * nr, up + t * nr, nr, y + t * s.rows);
 }
 
 // Runs up to kMaxSegments products of n tokens in one parallel pass. Work is a grid of chunks:
 // row chunks of `chunk_rows` (the row chunks of all segments, concatenated) times token chunks
 // of `chunk_tokens`. Every output element is computed the same way whatever the chunking.
 constexpr int kMaxSegments = 8;
-// Token chunk limit when a chunk goes through scratch (accumulate, SwiGLU): keeps it in cache.
-constexpr std::int64_t kEpilogueTokens = 256;
 void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64_t n,
                  core::ThreadPool* pool) {
   std::int64_t total_rows = 0;
   std::size_t max_row_bytes = 0;
-  bool epilogue = false;
   for (int i = 0; i < n_segs; ++i) {
     total_rows += segs[i].rows;
     max_row_bytes = std::max({max_row_bytes, segs[i].row_bytes, segs[i].row_bytes_up});
-    epilogue = epilogue || segs[i].epilogue != Epilogue::kStore;
   }
   const int threads = pool == nullptr ? 1 : pool->size();
   const std::int64_t want_chunks = threads * kMinChunksPerThread;
@@ -175,7 +182,6 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
       chunk_tokens = std::max(kMulChunkTokens, CeilDiv(n, token_chunks));
     }
   }
-  if (epilogue) chunk_tokens = std::min(chunk_tokens, kEpilogueTokens);
   std::int64_t row_chunks = 0;
   for (int i = 0; i < n_segs; ++i) {
     segs[i].first_chunk = row_chunks;

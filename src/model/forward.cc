@@ -23,6 +23,8 @@ constexpr std::int64_t kTokenGrain = 8;
 // Dense attention over fewer (query token x key position x KV head) rows than this runs on the
 // calling thread: a short decode step is cheaper than a pool round trip.
 constexpr std::int64_t kInlineAttentionRows = 2048;
+// Query heads per KV head this file's decode path has room for (the lse it discards).
+constexpr int kMaxGroup = 64;
 
 // out[t] = RmsNorm(x[t]) for the n rows of the batch.
 void NormRows(const ModelConfig& c, core::ThreadPool* pool, const float* x, const float* weight,
@@ -291,9 +293,16 @@ void Forward::Attention(std::span<ForwardChunk> chunks, int layer) {
                                           chunks[it.chunk].kv->geometry().dtype};
     const float* q = q_base + row * c.q_dim() + it.head * g * c.head_dim;
     float* out = out_base + row * c.q_dim() + it.head * g * c.head_dim;
-    kernels::AttendCausal(params, q, c.q_dim(), it.t_end - it.t_begin,
-                          chunk_first_pos_[it.chunk] + it.t_begin,
-                          refs[it.chunk * c.n_kv_heads + it.head], out, c.q_dim(), nullptr);
+    const auto& blocks = refs[it.chunk * c.n_kv_heads + it.head];
+    const std::int64_t pos = chunk_first_pos_[it.chunk] + it.t_begin;
+    if (it.t_end - it.t_begin == 1 && g <= kMaxGroup) {
+      // One query token (a decode step): the decode kernel, which needs no query tile.
+      float lse[kMaxGroup];
+      kernels::AttendBlocks(params, q, pos, blocks, out, lse);
+    } else {
+      kernels::AttendCausal(params, q, c.q_dim(), it.t_end - it.t_begin, pos, blocks, out,
+                            c.q_dim(), nullptr);
+    }
   };
   const auto n_items = static_cast<std::int64_t>(items.size());
   if (work_rows < kInlineAttentionRows) {
