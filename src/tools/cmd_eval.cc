@@ -134,6 +134,20 @@ Status RunEval(const EvalCmdOptions& o) {
         max_len = std::max(max_len, r.n_prompt);
       }
       rec["prompt_tokens"] = {min_len, max_len};
+      nlohmann::json per_prompt = nlohmann::json::array();
+      for (const auto& r : results) {
+        nlohmann::json pj = {{"label", r.label}, {"n_prompt", r.n_prompt}};
+        if (retrieval) {
+          pj["full_correct"] = r.full_correct;
+          pj["selective_correct"] = r.selective_correct;
+        } else {
+          pj["agreed"] = r.agreed;
+          pj["compared"] = r.compared;
+          pj["exact_match"] = r.exact_match;
+        }
+        per_prompt.push_back(pj);
+      }
+      rec["prompts"] = per_prompt;
       records.push_back(rec);
       if (!o.json) {
         std::string recall;
