@@ -297,7 +297,8 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
       budget = select::ProactiveBudgetBytes(config_.link_gbps * 1e9 / 8, EstimatePrefillSeconds(n_prompt));
     }
     sg = std::make_unique<SmartgenPrefill>(id, rt_.model->config(), geometry, n_prompt, sg_options,
-                                           select::PickProfile(rt_.profiles, n_prompt), budget);
+                                           select::PickProfile(rt_.profiles, n_prompt), budget,
+                                           rt_.pool.get());
   }
 
   std::vector<float> logits;

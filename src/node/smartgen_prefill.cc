@@ -29,12 +29,13 @@ std::vector<transfer::BlockRange> ToRanges(std::uint64_t request_id,
 SmartgenPrefill::SmartgenPrefill(std::uint64_t request_id, const model::ModelConfig& config,
                                  const kv::KvGeometry& geometry, std::int64_t n_prompt,
                                  const SmartgenOptions& options, const select::Profile* profile,
-                                 std::int64_t budget_bytes)
+                                 std::int64_t budget_bytes, core::ThreadPool* pool)
     : request_id_(request_id),
       config_(config),
       n_prompt_(n_prompt),
       options_(options),
       profile_(profile),
+      pool_(pool),
       budget_(select::PlanProactiveBudget(geometry, n_prompt, budget_bytes, profile,
                                           options.proactive)),
       plans_(config.n_layers),
@@ -55,7 +56,7 @@ SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::S
 
   std::vector<float> scores;
   if (last_q_rows_ > 0) {
-    select::RequestScores(config_, kv, layer, n_prompt_, last_q_.data(), last_q_rows_, &scores);
+    select::RequestScores(config_, kv, layer, n_prompt_, last_q_.data(), last_q_rows_, &scores, pool_);
   }
   plans_[layer] = select::PlanLayer(budget_, layer, scores, profile_, options_.proactive);
   std::vector<select::BlockKey> keys;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/thread_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/model_config.h"
 #include "node/smartgen_options.h"
@@ -31,7 +32,7 @@ class SmartgenPrefill {
   SmartgenPrefill(std::uint64_t request_id, const model::ModelConfig& config,
                   const kv::KvGeometry& geometry, std::int64_t n_prompt,
                   const SmartgenOptions& options, const select::Profile* profile,
-                  std::int64_t budget_bytes);
+                  std::int64_t budget_bytes, core::ThreadPool* pool);
 
   // The layer's post-RoPE queries of the whole prompt: keeps the last query_window rows.
   void OnLayerQuery(int layer, const float* q, std::int64_t n_tokens);
@@ -56,6 +57,7 @@ class SmartgenPrefill {
   std::int64_t n_prompt_;
   SmartgenOptions options_;
   const select::Profile* profile_;
+  core::ThreadPool* pool_;  // for the request scores (the hook runs between forward passes)
   select::ProactiveBudget budget_;
   std::vector<float> last_q_;  // [n_rows][q_dim] of the layer being computed
   std::int64_t last_q_rows_ = 0;
