@@ -92,9 +92,11 @@ class Endpoint::Core {
   void SenderLoop(std::shared_ptr<Session> s);
   // Sends one chunk of data; `lock` is held on entry and exit, released around I/O.
   void SendChunk(Session& s, const Chunk& chunk, Lock& lock);
-  // Waits for the rate limiter, then sends. `lock` is held on entry and exit.
+  // Waits for the rate limiter, then sends; `keepalive` keeps the payload memory alive for a
+  // pipelining transport. `lock` is held on entry and exit. The caller drops its keepalive
+  // reference without the lock.
   Status SendFrame(Session& s, const EncodedHeader& header, std::span<const ConstBytes> payload,
-                   std::size_t bytes, Lock& lock);
+                   std::size_t bytes, std::shared_ptr<const void> keepalive, Lock& lock);
 
   // --- receiver (endpoint_receiver.cc) ---
   void ReceiverLoop(std::shared_ptr<Session> s);

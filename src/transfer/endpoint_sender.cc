@@ -11,7 +11,7 @@ namespace smartgen::transfer {
 
 Status Endpoint::Core::SendFrame(Session& s, const EncodedHeader& header,
                                  std::span<const ConstBytes> payload, std::size_t bytes,
-                                 Lock& lock) {
+                                 std::shared_ptr<const void> keepalive, Lock& lock) {
   const core::Nanos wire = kFrameHeaderBytes + bytes;
   const core::Nanos at = s.limiter.Reserve(wire);
   while (!s.down && core::NowNanos() < at) {
@@ -20,7 +20,8 @@ Status Endpoint::Core::SendFrame(Session& s, const EncodedHeader& header,
   if (s.down) return s.down_reason;
   lock.unlock();
   // A peer that stops reading for a heartbeat timeout is as dead as a silent one.
-  const Status st = s.connection->Send(header, payload, Deadline::After(config_.heartbeat_timeout));
+  const Status st = s.connection->Send(header, payload, Deadline::After(config_.heartbeat_timeout),
+                                       std::move(keepalive));
   lock.lock();
   if (st.ok()) {
     ++counters_.frames_sent;
@@ -94,12 +95,22 @@ void Endpoint::Core::SendChunk(Session& s, const Chunk& chunk, Lock& lock) {
     h.payload_bytes = static_cast<std::uint32_t>(n_read * block_bytes_);
     h.payload_checksum = Checksum(payload);
     const EncodedHeader header = EncodeHeader(h);
+    // The read pin lasts until the transport is done with the block memory, which for a
+    // pipelining transport is after Send returns: the pin's owner unpins.
+    static const char kPin = 0;  // any non-null pointer: only the deleter matters
+    auto pin = std::shared_ptr<const void>(&kPin, [this, rid = range.request_id](const void*) {
+      Lock unpin(mu_);
+      ApplyReleaseLocked(leases_.Unpin(rid));
+    });
     lock.lock();
-    send_status = SendFrame(s, header, payload, h.payload_bytes, lock);
+    send_status = SendFrame(s, header, payload, h.payload_bytes, pin, lock);
+    lock.unlock();
+    pin.reset();  // unpins now unless the transport still holds it (it must run unlocked)
+    lock.lock();
   } else {
     lock.lock();
+    ApplyReleaseLocked(leases_.Unpin(range.request_id));
   }
-  ApplyReleaseLocked(leases_.Unpin(range.request_id));
   if (!send_status.ok()) {
     MarkDownLocked(s, send_status.WithContext("send"));
     return;
@@ -141,19 +152,19 @@ void Endpoint::Core::SenderLoop(std::shared_ptr<Session> s) {
       s->acks.clear();
     }
     if (!s->control.empty()) {
-      const OwnedFrame frame = std::move(s->control.front());
+      auto frame = std::make_shared<const OwnedFrame>(std::move(s->control.front()));
       s->control.pop_front();
-      const EncodedHeader header = EncodeHeader(frame.header);
-      const ConstBytes payload(frame.payload);
+      const EncodedHeader header = EncodeHeader(frame->header);
+      const ConstBytes payload(frame->payload);
       const Status st = SendFrame(
           *s, header,
           payload.empty() ? std::span<const ConstBytes>() : std::span<const ConstBytes>(&payload, 1),
-          payload.size(), lock);
+          payload.size(), frame, lock);
       if (!st.ok()) {
         MarkDownLocked(*s, st.WithContext("send"));
         break;
       }
-      if (frame.header.type == FrameType::kGoodbye) {
+      if (frame->header.type == FrameType::kGoodbye) {
         s->goodbye_sent = true;
         ops_cv_.notify_all();
       }

@@ -1,6 +1,10 @@
 #include "transfer/memory_block_store.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstring>
+#include <new>
 
 namespace smartgen::transfer {
 namespace {
@@ -45,6 +49,19 @@ bool MatchesPattern(std::uint64_t seed, ConstBytes in) {
 
 }  // namespace
 
+MemoryBlockStore::PageBuffer::PageBuffer(std::size_t size) : size_(size) {
+  constexpr std::size_t kHugePage = 2u << 20;
+  mapped_ = std::max<std::size_t>(kHugePage, (size + kHugePage - 1) / kHugePage * kHugePage);
+  void* p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();  // allocation failure is fatal, not a Status
+  madvise(p, mapped_, MADV_HUGEPAGE);           // a hint; ignored where THP is off
+  data_ = static_cast<std::byte*>(p);
+}
+
+MemoryBlockStore::PageBuffer::~PageBuffer() {
+  if (data_ != nullptr) munmap(data_, mapped_);
+}
+
 MemoryBlockStore::MemoryBlockStore(const KvGeometry& geometry) : geometry_(geometry) {}
 MemoryBlockStore::~MemoryBlockStore() = default;
 
@@ -60,8 +77,8 @@ Status MemoryBlockStore::AddRequest(std::uint64_t request_id, std::uint32_t n_bl
   r->available_layers = geometry_.n_layers;
   const std::size_t blocks = std::size_t{geometry_.n_layers} * geometry_.n_kv_heads * n_blocks;
   const std::size_t half = geometry_.half_block_bytes();
-  r->k.Resize(blocks * half);
-  r->v.Resize(blocks * half);
+  r->k = std::make_unique<PageBuffer>(blocks * half);
+  r->v = std::make_unique<PageBuffer>(blocks * half);
   r->present = std::make_unique<std::atomic<std::uint8_t>[]>(blocks);
   for (std::size_t i = 0; i < blocks; ++i) r->present[i].store(fill ? 1 : 0);
   if (fill) {
@@ -69,8 +86,8 @@ Status MemoryBlockStore::AddRequest(std::uint64_t request_id, std::uint32_t n_bl
     for (std::uint32_t l = 0; l < geometry_.n_layers; ++l) {
       for (std::uint32_t h = 0; h < geometry_.n_kv_heads; ++h) {
         for (std::uint32_t b = 0; b < n_blocks; ++b, ++i) {
-          FillPattern({request_id, l, h, b}, r->k.span().subspan(i * half, half),
-                      r->v.span().subspan(i * half, half));
+          FillPattern({request_id, l, h, b}, r->k->span().subspan(i * half, half),
+                      r->v->span().subspan(i * half, half));
         }
       }
     }
@@ -144,8 +161,8 @@ Status MemoryBlockStore::VerifyRequest(std::uint64_t request_id) const {
         if (r.present[i].load() == 0) continue;
         const BlockKey key{request_id, l, h, b};
         const std::uint64_t seed = KeySeed(key);
-        if (!MatchesPattern(seed, r.k.span().subspan(i * half, half)) ||
-            !MatchesPattern(~seed, r.v.span().subspan(i * half, half))) {
+        if (!MatchesPattern(seed, r.k->span().subspan(i * half, half)) ||
+            !MatchesPattern(~seed, r.v->span().subspan(i * half, half))) {
           return DataLoss("block {} does not hold its pattern", ToString(key));
         }
       }
@@ -168,8 +185,8 @@ Status MemoryBlockStore::Read(const BlockKey& key, ConstBlockView* view) {
     return Unavailable("block {} is not computed yet", ToString(key));
   }
   const std::size_t half = geometry_.half_block_bytes();
-  view->k = r->k.span().subspan(i * half, half);
-  view->v = r->v.span().subspan(i * half, half);
+  view->k = r->k->span().subspan(i * half, half);
+  view->v = r->v->span().subspan(i * half, half);
   return Status::Ok();
 }
 
@@ -189,8 +206,8 @@ Status MemoryBlockStore::Prepare(const BlockKey& key, BlockDestination* destinat
     return Status::Ok();
   }
   const std::size_t half = geometry_.half_block_bytes();
-  destination->k = r->k.span().subspan(i * half, half);
-  destination->v = r->v.span().subspan(i * half, half);
+  destination->k = r->k->span().subspan(i * half, half);
+  destination->v = r->v->span().subspan(i * half, half);
   *action = SinkAction::kWrite;
   return Status::Ok();
 }

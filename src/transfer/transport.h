@@ -46,10 +46,19 @@ class Connection {
  public:
   virtual ~Connection() = default;
 
-  // Sends the header then every payload byte, in order. Returns when all bytes were handed to
-  // the transport (they may still be buffered); the spans may be reused after it returns.
+  // Sends the header then every payload byte, in order. Without `keepalive`, returns when all
+  // bytes were handed to the transport (they may still be buffered) and the spans may be reused.
+  // With it, a transport that can pipeline (ucx) may return once the send is posted and keep
+  // reading the payload spans until it drops its reference to `keepalive`, which the caller
+  // uses to keep that memory alive (the header is always copied). A failure of such a send
+  // fails the connection: a later call reports it.
   virtual Status Send(std::span<const std::byte, kFrameHeaderBytes> header,
-                      std::span<const ConstBytes> payload, Deadline deadline) = 0;
+                      std::span<const ConstBytes> payload, Deadline deadline,
+                      std::shared_ptr<const void> keepalive) = 0;
+  Status Send(std::span<const std::byte, kFrameHeaderBytes> header,
+              std::span<const ConstBytes> payload, Deadline deadline) {
+    return Send(header, payload, deadline, nullptr);
+  }
 
   // Receives the next frame's header.
   virtual Status ReceiveHeader(std::span<std::byte, kFrameHeaderBytes> header,

@@ -79,7 +79,8 @@ Status FaultConnection::Forward(std::span<const std::byte, kFrameHeaderBytes> he
 }
 
 Status FaultConnection::Send(std::span<const std::byte, kFrameHeaderBytes> header,
-                             std::span<const ConstBytes> payload, Deadline deadline) {
+                             std::span<const ConstBytes> payload, Deadline deadline,
+                             std::shared_ptr<const void> keepalive) {
   stats_->frames.fetch_add(1);
   const auto type = static_cast<FrameType>(static_cast<std::uint8_t>(header[4]));
   const bool matches = plan_.only_types.empty() ||

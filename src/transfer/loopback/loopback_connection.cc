@@ -17,7 +17,8 @@ std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> LoopbackConn
 }
 
 Status LoopbackConnection::Send(std::span<const std::byte, kFrameHeaderBytes> header,
-                                std::span<const ConstBytes> payload, Deadline deadline) {
+                                std::span<const ConstBytes> payload, Deadline deadline,
+                                std::shared_ptr<const void> keepalive) {
   parts_.clear();
   parts_.push_back(ConstBytes(header.data(), header.size()));
   parts_.insert(parts_.end(), payload.begin(), payload.end());

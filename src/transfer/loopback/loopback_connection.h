@@ -20,8 +20,10 @@ class LoopbackConnection final : public Connection {
   static std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MakePair(
       std::size_t capacity, const std::string& name);
 
+  using Connection::Send;
   Status Send(std::span<const std::byte, kFrameHeaderBytes> header,
-              std::span<const ConstBytes> payload, Deadline deadline) override;
+              std::span<const ConstBytes> payload, Deadline deadline,
+              std::shared_ptr<const void> keepalive) override;
   Status ReceiveHeader(std::span<std::byte, kFrameHeaderBytes> header, Deadline deadline) override;
   Status ReceivePayload(std::span<const MutableBytes> parts, Deadline deadline) override;
   void Shutdown() override;

@@ -101,7 +101,8 @@ Status TcpConnection::RecvIov(iovec* iov, std::size_t count, Deadline deadline) 
 }
 
 Status TcpConnection::Send(std::span<const std::byte, kFrameHeaderBytes> header,
-                           std::span<const ConstBytes> payload, Deadline deadline) {
+                           std::span<const ConstBytes> payload, Deadline deadline,
+                           std::shared_ptr<const void> keepalive) {
   send_iov_.clear();
   send_iov_.push_back({const_cast<std::byte*>(header.data()), header.size()});
   for (ConstBytes part : payload) {

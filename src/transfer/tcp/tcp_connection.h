@@ -22,8 +22,10 @@ class TcpConnection final : public Connection {
   static Result<std::unique_ptr<TcpConnection>> Create(UniqueFd socket);
   ~TcpConnection() override;
 
+  using Connection::Send;
   Status Send(std::span<const std::byte, kFrameHeaderBytes> header,
-              std::span<const ConstBytes> payload, Deadline deadline) override;
+              std::span<const ConstBytes> payload, Deadline deadline,
+              std::shared_ptr<const void> keepalive) override;
   Status ReceiveHeader(std::span<std::byte, kFrameHeaderBytes> header, Deadline deadline) override;
   Status ReceivePayload(std::span<const MutableBytes> parts, Deadline deadline) override;
   void Shutdown() override;

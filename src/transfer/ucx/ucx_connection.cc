@@ -34,6 +34,9 @@ void OnEpError(void* arg, ucp_ep_h, ucs_status_t status) {
 
 struct UcxConnection::Op {
   bool send = false;
+  bool async = false;                    // posted by a pipelined Send (owned by async_)
+  EncodedHeader header_copy{};           // a pipelined send's header
+  std::shared_ptr<const void> keepalive; // keeps a pipelined send's payload alive
   std::vector<ucp_dt_iov_t> iov;
   std::size_t total = 0;
   void* request = nullptr;
@@ -143,7 +146,7 @@ void UcxConnection::Shutdown() {
   }
 }
 
-Status UcxConnection::Run(std::span<Op*> ops, Deadline deadline) {
+Status UcxConnection::Submit(std::span<Op*> ops) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return Cancelled("connection shut down");
@@ -152,7 +155,10 @@ Status UcxConnection::Run(std::span<Op*> ops, Deadline deadline) {
   }
   const std::uint64_t one = 1;
   [[maybe_unused]] const ssize_t n = ::write(wake_.get(), &one, sizeof(one));
+  return Status::Ok();
+}
 
+Status UcxConnection::WaitDone(std::span<Op*> ops, Deadline deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   auto all_done = [&] {
     return std::all_of(ops.begin(), ops.end(), [](Op* op) { return op->done; });
@@ -178,6 +184,11 @@ Status UcxConnection::Run(std::span<Op*> ops, Deadline deadline) {
     if (!op->status.ok()) return op->status;
   }
   return Status::Ok();
+}
+
+Status UcxConnection::Run(std::span<Op*> ops, Deadline deadline) {
+  SG_RETURN_IF_ERROR(Submit(ops));
+  return WaitDone(ops, deadline);
 }
 
 void UcxConnection::Post(Op* op) {
@@ -213,7 +224,12 @@ void UcxConnection::Finish(Op* op, Status status) {
     status = DataLoss("{}: received a {} byte message where {} were expected", description_,
                       op->received, op->total);
   }
+  // Dropped after the lock: releasing a pipelined send's memory may run the owner's code.
+  const std::shared_ptr<const void> keepalive = std::move(op->keepalive);
   std::lock_guard<std::mutex> lock(mu_);
+  if (op->async && !status.ok() && status.code() != StatusCode::kCancelled && failure_.ok()) {
+    failure_ = status;  // nobody waits for a pipelined send: the next call reports it
+  }
   op->status = std::move(status);
   op->done = true;
   cv_.notify_all();
@@ -289,16 +305,20 @@ void UcxConnection::ProgressLoop() {
     if (!failure.ok()) {
       for (Op* op : batch) Finish(op, failure);
       Teardown(failure, orderly);
-      std::lock_guard<std::mutex> lock(mu_);
-      // Requests that raced with the teardown.
-      for (Op* op : submitted_) {
-        op->status = failure;
-        op->done = true;
+      std::vector<std::shared_ptr<const void>> released;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        // Requests that raced with the teardown.
+        for (Op* op : submitted_) {
+          released.push_back(std::move(op->keepalive));
+          op->status = failure;
+          op->done = true;
+        }
+        submitted_.clear();
+        exited_ = true;
+        cv_.notify_all();
       }
-      submitted_.clear();
-      exited_ = true;
-      cv_.notify_all();
-      return;
+      return;  // `released` is dropped here, outside the lock
     }
     for (Op* op : batch) Post(op);
 
@@ -339,20 +359,46 @@ void UcxConnection::ProgressLoop() {
 }
 
 Status UcxConnection::Send(std::span<const std::byte, kFrameHeaderBytes> header,
-                           std::span<const ConstBytes> payload, Deadline deadline) {
-  Op head;
-  head.send = true;
-  head.iov.push_back({const_cast<std::byte*>(header.data()), header.size()});
-  head.total = header.size();
-  Op body;
-  body.send = true;
+                           std::span<const ConstBytes> payload, Deadline deadline,
+                           std::shared_ptr<const void> keepalive) {
+  auto head = std::make_unique<Op>();
+  head->send = true;
+  std::memcpy(head->header_copy.data(), header.data(), kFrameHeaderBytes);
+  head->iov.push_back({head->header_copy.data(), kFrameHeaderBytes});
+  head->total = kFrameHeaderBytes;
+  auto body = std::make_unique<Op>();
+  body->send = true;
   for (ConstBytes part : payload) {
     if (part.empty()) continue;
-    body.iov.push_back({const_cast<std::byte*>(part.data()), part.size()});
-    body.total += part.size();
+    body->iov.push_back({const_cast<std::byte*>(part.data()), part.size()});
+    body->total += part.size();
   }
-  Op* ops[2] = {&head, &body};
-  return Run(std::span<Op*>(ops, body.total > 0 ? 2 : 1), deadline);
+  const bool has_body = body->total > 0;
+  if (!keepalive) {
+    Op* ops[2] = {head.get(), body.get()};
+    return Run(std::span<Op*>(ops, has_body ? 2 : 1), deadline);
+  }
+  // Pipelined: up to kMaxAsyncFrames frames in flight, so a rendezvous round trip does not
+  // stall the link. Make room first (finished frames are freed; a failure is reported).
+  while (!async_.empty()) {
+    AsyncFrame& oldest = async_.front();
+    Op* ops[2] = {oldest.head.get(), oldest.body.get()};
+    const std::span<Op*> frame(ops, oldest.body ? 2 : 1);
+    bool done = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done = std::all_of(frame.begin(), frame.end(), [](Op* op) { return op->done; });
+    }
+    if (!done && async_.size() < kMaxAsyncFrames) break;
+    SG_RETURN_IF_ERROR(WaitDone(frame, deadline));
+    async_.pop_front();
+  }
+  head->async = body->async = true;
+  (has_body ? body : head)->keepalive = std::move(keepalive);
+  Op* ops[2] = {head.get(), body.get()};
+  SG_RETURN_IF_ERROR(Submit(std::span<Op*>(ops, has_body ? 2 : 1)));
+  async_.push_back({std::move(head), has_body ? std::move(body) : nullptr});
+  return Status::Ok();
 }
 
 Status UcxConnection::ReceiveHeader(std::span<std::byte, kFrameHeaderBytes> header,

@@ -5,6 +5,8 @@
 //
 // Threading: the connection owns its ucp_worker, driven by one progress thread
 // (UCS_THREAD_MODE_SINGLE); Send/Receive hand requests to it and wait on a condition variable.
+// A Send with a keepalive is pipelined: up to four frames in flight, so the rendezvous round
+// trip of one frame overlaps the next.
 // The progress thread sleeps on the worker's event fd (ucp_worker_arm), an eventfd for new
 // requests, and the bootstrap TCP socket, whose closing tells that the peer is gone (UCX alone
 // may notice a dead peer late or never, e.g. over shared memory).
@@ -34,8 +36,10 @@ class UcxConnection final : public Connection {
                                                        bool peer_error_handling);
   ~UcxConnection() override;
 
+  using Connection::Send;
   Status Send(std::span<const std::byte, kFrameHeaderBytes> header,
-              std::span<const ConstBytes> payload, Deadline deadline) override;
+              std::span<const ConstBytes> payload, Deadline deadline,
+              std::shared_ptr<const void> keepalive) override;
   Status ReceiveHeader(std::span<std::byte, kFrameHeaderBytes> header, Deadline deadline) override;
   Status ReceivePayload(std::span<const MutableBytes> parts, Deadline deadline) override;
   void Shutdown() override;
@@ -45,7 +49,9 @@ class UcxConnection final : public Connection {
 
  private:
   UcxConnection() = default;
-  // Queues ops for the progress thread and waits until all are done.
+  // Queues ops for the progress thread (Submit), waits until they are done (WaitDone), both (Run).
+  Status Submit(std::span<Op*> ops);
+  Status WaitDone(std::span<Op*> ops, Deadline deadline);
   Status Run(std::span<Op*> ops, Deadline deadline);
   void ProgressLoop();
   void Post(Op* op);
@@ -68,6 +74,14 @@ class UcxConnection final : public Connection {
   bool stop_ = false;          // guarded by mu_: Shutdown() called
   Status failure_;             // guarded by mu_: why the link is down (OK while up)
   bool exited_ = false;        // guarded by mu_: the progress thread has finished
+
+  // Pipelined sends still owned by UCX, oldest first. Used by the sending thread only.
+  struct AsyncFrame {
+    std::unique_ptr<Op> head;
+    std::unique_ptr<Op> body;  // null when the frame had no payload
+  };
+  static constexpr std::size_t kMaxAsyncFrames = 4;
+  std::deque<AsyncFrame> async_;
 
   // Owned by the progress thread.
   std::vector<Op*> in_flight_;
