@@ -73,7 +73,8 @@ Result<std::string> ReadFileToString(const std::string& path) {
 }
 
 Status WriteStringToFile(const std::string& path, std::string_view data) {
-  const std::string tmp = path + ".tmp";
+  // A per-process temp name: two processes writing the same path must not share it.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return ErrnoStatus(errno, fmt::format("create '{}'", tmp));

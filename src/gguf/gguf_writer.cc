@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <unistd.h>
+
 namespace smartgen::gguf {
 namespace {
 
@@ -133,7 +135,7 @@ Status GgufWriter::WriteFile(const std::string& path) const {
   // Streams the tensors instead of building the whole file in memory (models are GBs).
   std::vector<std::uint64_t> offsets;
   const std::vector<std::byte> header = SerializeHeader(&offsets);
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) return ErrnoStatus(errno, fmt::format("create '{}'", tmp));
   out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
