@@ -303,8 +303,10 @@ TEST_P(TransferConformance, OnDemandOvertakesSpeculativeStream) {
   std::printf("%s: %.0f KB of the stream arrived while the on-demand pull was served\n",
               GetParam().name.c_str(), (after - before) / 1e3);
   // Stream bytes that got in first: the frames already on the link (156 KB each at 1 Gbit/s; the
-  // loopback pipe holds 1 MiB) - not the remaining ~45 MB.
-  EXPECT_LE(after - before, 3u << 20) << "on-demand waited behind the stream";
+  // loopback pipe holds 1 MiB) - not the remaining ~45 MB. A receiver slowed down by the
+  // sanitizers lets TCP's socket buffers fill, and those bytes cannot be overtaken.
+  EXPECT_LE(after - before, kSanitized ? (12u << 20) : (3u << 20))
+      << "on-demand waited behind the stream";
   EXPECT_EQ(p.prefill->Poll(*stream)->state, TransferState::kInProgress);
   EXPECT_TRUE(p.decode_store->IsPresent({kRequest, 3, 1, kBlocks - 1}));
   EXPECT_GE(p.decode->GetMetrics().by_priority[0].blocks_received, 8u);

@@ -16,6 +16,19 @@
 
 namespace smartgen::transfer::testing {
 
+// Whether this build runs under AddressSanitizer (slower: timing bounds widen, sizes shrink).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // 4 layers x 2 KV heads, head_dim 64, 16-token blocks in f16: 4 KiB blocks.
 KvGeometry TestGeometry();
 HandshakeParams TestHandshake();

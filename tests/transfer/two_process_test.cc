@@ -14,18 +14,6 @@
 namespace smartgen::transfer::testing {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 constexpr std::uint64_t kPulled = 1;  // prefill -> decode
 constexpr std::uint64_t kPushed = 2;  // decode -> prefill
 // 8 rows x 4 KiB blocks: 7168 blocks per row = 235 MB (64 MB under the sanitizers).
