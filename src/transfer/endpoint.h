@@ -18,9 +18,14 @@
 //  - A corrupt frame's blocks are rejected and sent again (pull: re-requested; push: the
 //    receiver NACKs); duplicates and blocks of cancelled transfers or older generations are
 //    dropped, never written over a present block, and counted (Metrics).
+//  - A frame or answer that goes missing (no ack, no progress for retransmit_timeout) is sent
+//    or asked for again; a range that keeps failing ends its transfer after max_attempts.
 //  - The sending side holds each request's KV under a lease: BlockSource::Release is called
-//    once, on FinishRequest from the peer or ReleaseLease (completed), CancelRequest on either
-//    side (cancelled), or when no transfer touched the request for lease_ttl (expired).
+//    once (on the callback thread), on FinishRequest from the peer or ReleaseLease (completed),
+//    CancelRequest on either side (cancelled), or when no transfer touched the request for
+//    lease_ttl (expired).
+//  - Preemption is at frame boundaries in the engine; bytes already in a transport's buffers
+//    (a TCP socket buffer filled by a receiver that falls behind) cannot be overtaken.
 //
 // Threading: every method is thread-safe. Callbacks run on one internal callback thread, in
 // order, without engine locks held, and may call any Endpoint method (even Wait); a slow callback
