@@ -151,7 +151,9 @@ Status RunTtstBench(TtstBenchOptions o) {
               {"tokens", m.tokens},
               {"rep", rep},
           };
-          for (const char* k : {"time_to_exact_ms", "bytes_by_path", "on_demand_ratio"}) {
+          for (const char* k : {"time_to_exact_ms", "bytes_by_path", "on_demand_ratio",
+                                "on_demand_ratio_per_step", "layer_stall_ms", "kv_ready_ms",
+                                "recomputed_locally", "auto"}) {
             if (s.contains(k)) rec[k] = s[k];
           }
           data += rec.dump() + "\n";

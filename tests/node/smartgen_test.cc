@@ -125,7 +125,9 @@ TEST_F(SmartgenDeployment, SelectingEveryBlockEqualsLayerwise) {
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(*got, want) << stats.dump();
     EXPECT_EQ(stats.value("mode", ""), "smartgen");
-    EXPECT_GT(stats["bytes_by_path"]["on_demand"].get<double>(), 0) << stats.dump();
+    // Without the speculative stream, the blocks outside the proactive set can only come on
+    // demand (with it, an unshaped link may deliver everything before the first step).
+    if (!speculative) EXPECT_GT(stats["bytes_by_path"]["on_demand"].get<double>(), 0) << stats.dump();
     EXPECT_GT(stats["bytes_by_path"]["proactive"].get<double>(), 0) << stats.dump();
     EXPECT_FALSE(stats.value("recomputed_locally", true));
   }
