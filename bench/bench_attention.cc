@@ -110,7 +110,7 @@ void BM_AttendCausalTile(benchmark::State& state, KvDType dtype, Isa isa) {
       benchmark::Counter::kIsRate);
 }
 
-[[maybe_unused]] const bool kRegistered = [] {
+[[maybe_unused]] const bool kAttentionRegistered = [] {
   for (KvDType dtype : {KvDType::kF32, KvDType::kF16}) {
     for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
       const std::string suffix = std::string(dtype == KvDType::kF16 ? "f16" : "f32") + "/" +

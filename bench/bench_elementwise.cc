@@ -55,7 +55,7 @@ void BM_Rope(benchmark::State& state, Isa isa) {
   }
 }
 
-[[maybe_unused]] const bool kRegistered = [] {
+[[maybe_unused]] const bool kElementwiseRegistered = [] {
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
     const std::string s = kernels::internal::IsaName(isa);
     benchmark::RegisterBenchmark(("BM_RmsNorm/576/" + s).c_str(), BM_RmsNorm, isa);

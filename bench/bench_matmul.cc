@@ -189,7 +189,7 @@ void BM_OpenBlasMatMul(benchmark::State& state, int threads) {
 
 const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
 
-[[maybe_unused]] const bool kRegistered = [] {
+[[maybe_unused]] const bool kMatmulRegistered = [] {
   for (GgmlType type : kTypes) {
     for (Isa isa : kIsas) {
       for (int threads : {1, 2}) {

@@ -294,7 +294,10 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
     if (sg_options.proactive_ratio > 0) {
       budget = select::ProactiveBudgetForRatio(full_kv_bytes, sg_options.proactive_ratio);
     } else if (config_.link_gbps > 0) {
-      budget = select::ProactiveBudgetBytes(config_.link_gbps * 1e9 / 8, EstimatePrefillSeconds(n_prompt));
+      budget = static_cast<std::int64_t>(
+          sg_options.proactive_fill *
+          static_cast<double>(select::ProactiveBudgetBytes(config_.link_gbps * 1e9 / 8,
+                                                           EstimatePrefillSeconds(n_prompt))));
     }
     sg = std::make_unique<SmartgenPrefill>(id, rt_.model->config(), geometry, n_prompt, sg_options,
                                            select::PickProfile(rt_.profiles, n_prompt), budget,

@@ -111,6 +111,33 @@ Status SmartgenSession::Request(int layer, const select::LayerSelection& sel,
   return st;
 }
 
+void SmartgenSession::RequestPredicted(int layer) {
+  predicted_layer_ = -1;
+  if (!options_.predict_next || layer + 1 >= config_.n_layers || residency_->LayerComplete(layer + 1)) {
+    return;
+  }
+  if (predicted_ >= kPredictionWarmup &&
+      static_cast<double>(predicted_hits_) < kPredictionMinHitRate * static_cast<double>(predicted_)) {
+    return;
+  }
+  select::LayerSelection predicted;
+  selector_.PredictNext(layer, &predicted);
+  // Best effort: a failed early request is made again when the layer needs the blocks.
+  if (!Request(layer + 1, predicted, nullptr).ok()) return;
+  predicted_layer_ = layer + 1;
+  predicted_keys_ = scratch_keys_;  // the blocks this prediction actually asked for
+}
+
+void SmartgenSession::ScorePrediction(int layer, const select::LayerSelection& sel) {
+  if (predicted_layer_ != layer) return;
+  predicted_layer_ = -1;
+  for (const select::BlockKey& k : predicted_keys_) {
+    const auto& chosen = sel.heads[k.head];
+    ++predicted_;
+    if (std::find(chosen.begin(), chosen.end(), k.block) != chosen.end()) ++predicted_hits_;
+  }
+}
+
 Status SmartgenSession::Recover(const Status& why) {
   if (!recovered_) {
     recovered_ = true;
@@ -141,18 +168,15 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   selector_.Select(layer, q, *summaries, &sel);
 
   std::vector<select::BlockKey> missing;
+  ScorePrediction(layer, sel);
   if (options_.fetch_on_demand) {
-    if (options_.predict_next && layer + 1 < config_.n_layers && !residency_->LayerComplete(layer + 1)) {
-      select::LayerSelection predicted;
-      selector_.PredictNext(layer, &predicted);
-      // Prediction is best effort: a failed early request is made again when needed.
-      Request(layer + 1, predicted, nullptr).IgnoreError();
-    }
+    // This layer's blocks first: the link serves requests of one priority in order.
     Status st = Request(layer, sel, &missing);
     if (!st.ok()) {
       SG_RETURN_IF_ERROR(Recover(st));
       return AttendDense(layer, q, pos, out);
     }
+    RequestPredicted(layer);
   }
 
   // Attend over what is here (selected and present, plus the generated tail) while the
@@ -232,6 +256,9 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
   j["layer_stall_ms"] = layer_stall_ms_;
   j["selective_layer_steps"] = steps_;
   j["blocks_requested"] = blocks_fetched_;
+  j["predicted_blocks"] = predicted_;
+  j["prediction_hit_rate"] =
+      predicted_ > 0 ? static_cast<double>(predicted_hits_) / static_cast<double>(predicted_) : 0.0;
   j["blocks_total"] = residency_->total_blocks();
   j["blocks_present"] = residency_->present_total();
   j["policy"] = selector_.policy_note();

@@ -12,7 +12,10 @@
 //     prefill node, so its speculative stream skips them); attend over the present selected
 //     blocks and the generated tail while the pull is in flight; when it lands, attend over the
 //     fetched blocks and merge by log-sum-exp. Layer l+1's predicted blocks (layer l's choice)
-//     are requested while layer l runs.
+//     are requested right after layer l's own, while layer l runs; once the prediction has
+//     been checked on kPredictionWarmup blocks, it goes on only while at least half of the
+//     predicted blocks turn out to be selected (a wrong guess costs link time the real
+//     fetches need).
 //   - if the link dies or a fetch times out, the missing KV is recomputed here from the prompt
 //     (Recompute), the request becomes exact, and decoding continues with the right answer.
 //
@@ -82,6 +85,13 @@ class SmartgenSession final : public model::AttentionOverride {
                  std::vector<select::BlockKey>* missing);
   Status Recover(const Status& why);
   void CheckExact();
+  // Requests layer l+1's predicted blocks, while the prediction keeps paying.
+  void RequestPredicted(int layer);
+  // Counts how many of `layer`'s predicted requests the real selection used.
+  void ScorePrediction(int layer, const select::LayerSelection& sel);
+
+  static constexpr std::int64_t kPredictionWarmup = 64;
+  static constexpr double kPredictionMinHitRate = 0.5;
 
   const model::ModelConfig& config_;
   kv::SequenceKv* kv_;
@@ -112,6 +122,9 @@ class SmartgenSession final : public model::AttentionOverride {
   std::vector<double> step_ratio_;         // on-demand ratio per decode step (first 64)
   std::int64_t step_selected_ = 0, step_missing_ = 0;
   std::vector<select::BlockKey> scratch_keys_;
+  int predicted_layer_ = -1;                    // the layer `predicted_keys_` were asked for
+  std::vector<select::BlockKey> predicted_keys_;
+  std::int64_t predicted_ = 0, predicted_hits_ = 0;
   std::vector<kernels::KvBlockRef> refs_;
   std::vector<float> o2_, lse_, lse2_;
   std::vector<float> head_lse_;  // [n_kv_heads][n_group] LSE of the local pass

@@ -37,6 +37,7 @@ Result<SmartgenOptions> ParseSmartgenOptions(const json& j) {
   SG_RETURN_IF_ERROR(Take(j, "speculative", &o.speculative, 0, 1));
   SG_RETURN_IF_ERROR(Take(j, "predict_next", &o.predict_next, 0, 1));
   SG_RETURN_IF_ERROR(Take(j, "proactive_ratio", &o.proactive_ratio, 0, 1e6));
+  SG_RETURN_IF_ERROR(Take(j, "proactive_fill", &o.proactive_fill, 0.0, 1.0));
   SG_RETURN_IF_ERROR(Take(j, "speculative_fraction", &o.pacing.fraction_per_step, 0.0, 1.0));
   SG_RETURN_IF_ERROR(Take(j, "query_window", &o.query_window, 1, 1024));
   o.proactive.sink_blocks = o.on_demand.sink_blocks;
@@ -54,6 +55,7 @@ json ToJson(const SmartgenOptions& o) {
           {"speculative", o.speculative},
           {"predict_next", o.predict_next},
           {"proactive_ratio", o.proactive_ratio},
+          {"proactive_fill", o.proactive_fill},
           {"speculative_fraction", o.pacing.fraction_per_step},
           {"query_window", o.query_window}};
 }

@@ -4,7 +4,7 @@
 //
 //   {"budget_fraction": 0.125, "budget_blocks": 0, "sink_blocks": 1, "local_blocks": 2,
 //    "on_demand": true, "speculative": true, "predict_next": true,
-//    "proactive_ratio": 0, "speculative_fraction": 0.1, "query_window": 32}
+//    "proactive_ratio": 0, "proactive_fill": 0.85, "speculative_fraction": 0.1, "query_window": 32}
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,10 @@ struct SmartgenOptions {
   bool predict_next = true;            // request layer l+1's predicted blocks during layer l
   // Size the proactive set for this transfer ratio instead of the link estimate (0 = estimate).
   double proactive_ratio = 0;
+  // Share of the link's estimated capacity during prefill that the proactive set fills: what
+  // is still queued when prefill ends delays token 2 (the estimate comes from past prefills
+  // and the configured rate, and the first push can only start when layer 0 is done).
+  double proactive_fill = 0.85;
   int query_window = 32;               // last prompt queries scoring blocks (SnapKV-style)
 };
 

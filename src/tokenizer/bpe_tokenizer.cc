@@ -10,14 +10,14 @@
 namespace smartgen::tokenizer {
 namespace {
 
-struct Symbol {
+struct BpeSymbol {
   int prev;
   int next;
   std::size_t begin;
   std::size_t n;  // 0 once merged into its left neighbour
 };
 
-struct Bigram {
+struct BpeBigram {
   int left;
   int right;
   int rank;
@@ -26,8 +26,8 @@ struct Bigram {
 };
 
 // Lowest rank first; on equal ranks the leftmost pair.
-struct BigramGreater {
-  bool operator()(const Bigram& a, const Bigram& b) const {
+struct BpeBigramGreater {
+  bool operator()(const BpeBigram& a, const BpeBigram& b) const {
     return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
   }
 };
@@ -58,10 +58,10 @@ class BpeWordSession {
     for (int i = 1; i < static_cast<int>(symbols_.size()); ++i) TryAddBigram(i - 1, i);
 
     while (!queue_.empty()) {
-      const Bigram bigram = queue_.top();
+      const BpeBigram bigram = queue_.top();
       queue_.pop();
-      Symbol& left = symbols_[bigram.left];
-      Symbol& right = symbols_[bigram.right];
+      BpeSymbol& left = symbols_[bigram.left];
+      BpeSymbol& right = symbols_[bigram.right];
       if (left.n == 0 || right.n == 0) continue;
       // Stale unless the two symbols still spell exactly the merged text.
       if (left.begin != bigram.begin || left.n + right.n != bigram.size ||
@@ -76,7 +76,7 @@ class BpeWordSession {
       TryAddBigram(bigram.left, left.next);
     }
 
-    for (const Symbol& symbol : symbols_) {
+    for (const BpeSymbol& symbol : symbols_) {
       if (symbol.n == 0) continue;
       const std::string_view text = word_.substr(symbol.begin, symbol.n);
       const TokenId id = vocab_.Find(text);
@@ -94,8 +94,8 @@ class BpeWordSession {
  private:
   void TryAddBigram(int left, int right) {
     if (left == -1 || right == -1) return;
-    const Symbol& l = symbols_[left];
-    const Symbol& r = symbols_[right];
+    const BpeSymbol& l = symbols_[left];
+    const BpeSymbol& r = symbols_[right];
     const int rank =
         vocab_.MergeRank(word_.substr(l.begin, l.n), word_.substr(r.begin, r.n), &scratch_);
     if (rank < 0) return;
@@ -104,8 +104,8 @@ class BpeWordSession {
 
   const Vocab& vocab_;
   std::string_view word_;
-  std::vector<Symbol> symbols_;
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramGreater> queue_;
+  std::vector<BpeSymbol> symbols_;
+  std::priority_queue<BpeBigram, std::vector<BpeBigram>, BpeBigramGreater> queue_;
   std::string scratch_;
 };
 

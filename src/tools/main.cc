@@ -50,6 +50,12 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();  // a subcommand failed; it has printed why
+  } catch (const CLI::CallForHelp&) {
+    // Help of the innermost subcommand named on the command line, not of the root.
+    const CLI::App* leaf = &app;
+    while (!leaf->get_subcommands().empty()) leaf = leaf->get_subcommands().front();
+    std::printf("%s", leaf->help().c_str());
+    return 0;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

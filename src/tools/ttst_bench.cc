@@ -26,18 +26,18 @@ std::vector<std::int32_t> RandomPrompt(std::int64_t n, std::uint64_t seed) {
   return ids;
 }
 
-struct Measured {
+struct TtstMeasured {
   json response_stats;  // the response's `smartgen` object
   std::vector<std::int32_t> tokens;
 };
 
-Result<Measured> Request(const LocalCluster& cluster, const std::vector<std::int32_t>& prompt,
+Result<TtstMeasured> Request(const LocalCluster& cluster, const std::vector<std::int32_t>& prompt,
                          int max_tokens, const std::string& mode, const json& options) {
   json ext = {{"mode", mode}, {"return_token_ids", true}, {"ignore_eos", true}};
   if (!options.is_null()) ext["options"] = options;
   json body = {{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}, {"smartgen", ext}};
   SG_ASSIGN_OR_RETURN(json r, cluster.Complete(body));
-  Measured m;
+  TtstMeasured m;
   m.response_stats = r.value("smartgen", json::object());
   if (m.response_stats.contains("token_ids")) {
     m.tokens = m.response_stats["token_ids"].get<std::vector<std::int32_t>>();
@@ -80,7 +80,7 @@ Status RunTtstBench(TtstBenchOptions o) {
     SG_ASSIGN_OR_RETURN(LocalCluster cluster, LocalCluster::Start(c));
     SG_RETURN_IF_ERROR(Request(cluster, RandomPrompt(64, 7), 2, "layerwise", nullptr).status());
     for (std::int64_t n : o.prompt_tokens) {
-      SG_ASSIGN_OR_RETURN(Measured m, Request(cluster, prompts[n], 2, "layerwise", nullptr));
+      SG_ASSIGN_OR_RETURN(TtstMeasured m, Request(cluster, prompts[n], 2, "layerwise", nullptr));
       prefill_ms[n] = Num(m.response_stats, "prefill", "prefill_ms");
       kv_bytes[n] = m.response_stats.value("prefill", json::object())
                         .value("stats", json::object())
@@ -125,7 +125,7 @@ Status RunTtstBench(TtstBenchOptions o) {
           std::fprintf(stderr, "\r[bench ttst] %zu/%zu  link %.4g Gbit/s  n_prompt %lld  mode %-10s",
                        ++done, total, gbps, static_cast<long long>(n), mode.c_str());
           std::fflush(stderr);
-          SG_ASSIGN_OR_RETURN(Measured m, Request(cluster, prompts[n], o.output_tokens, mode, options));
+          SG_ASSIGN_OR_RETURN(TtstMeasured m, Request(cluster, prompts[n], o.output_tokens, mode, options));
           const json& s = m.response_stats;
           const double p_ms = Num(s, "prefill", "prefill_ms") > 0 ? Num(s, "prefill", "prefill_ms")
                                                                   : prefill_ms[n];
@@ -157,6 +157,8 @@ Status RunTtstBench(TtstBenchOptions o) {
             if (s.contains(k)) rec[k] = s[k];
           }
           data += rec.dump() + "\n";
+          // Written after every record, so a long sweep that stops early keeps what it measured.
+          SG_RETURN_IF_ERROR(core::WriteStringToFile(o.data_out, data));
           if (o.json_out) {
             std::printf("%s\n", rec.dump().c_str());
             std::fflush(stdout);
@@ -166,7 +168,6 @@ Status RunTtstBench(TtstBenchOptions o) {
     }
   }
   std::fprintf(stderr, "\n");
-  SG_RETURN_IF_ERROR(core::WriteStringToFile(o.data_out, data));
 
   // Table (one line per record) unless JSON was asked for.
   if (!o.json_out) {

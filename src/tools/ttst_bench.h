@@ -16,7 +16,7 @@ namespace smartgen::tools {
 
 struct TtstBenchOptions {
   LocalClusterOptions cluster;
-  std::vector<std::string> modes = {"colocated", "full", "layerwise"};
+  std::vector<std::string> modes = {"colocated", "full", "layerwise", "smartgen", "auto"};
   std::vector<std::int64_t> prompt_tokens = {2048, 4096};
   int output_tokens = 32;
   std::vector<double> link_gbps;  // link rates to measure at, or

@@ -43,7 +43,7 @@ NodeConfig Config(const std::string& name) {
   return c;
 }
 
-std::vector<std::int32_t> Prompt(int n, int salt) {
+std::vector<std::int32_t> SmartgenPrompt(int n, int salt) {
   std::vector<std::int32_t> p(n);
   for (int i = 0; i < n; ++i) p[i] = 3 + (i * 31 + salt * 17) % 250;
   return p;
@@ -110,7 +110,7 @@ class SmartgenDeployment : public ::testing::Test {
 
 TEST_F(SmartgenDeployment, SelectingEveryBlockEqualsLayerwise) {
   Start();
-  const auto prompt = Prompt(300, 1);
+  const auto prompt = SmartgenPrompt(300, 1);
   const auto want = Reference(prompt, 16);
   auto layerwise = Run("layerwise", prompt, 16, nullptr);
   ASSERT_TRUE(layerwise.ok()) << layerwise.status().ToString();
@@ -135,7 +135,7 @@ TEST_F(SmartgenDeployment, SelectingEveryBlockEqualsLayerwise) {
 
 TEST_F(SmartgenDeployment, SmallBudgetsCompleteWithConsistentAccounting) {
   Start();
-  const auto prompt = Prompt(400, 2);
+  const auto prompt = SmartgenPrompt(400, 2);
   for (const json& options :
        {json{{"proactive_ratio", 4.0}},
         json{{"proactive_ratio", 4.0}, {"on_demand", false}, {"speculative", false}},
@@ -165,7 +165,7 @@ TEST_F(SmartgenDeployment, SmallBudgetsCompleteWithConsistentAccounting) {
 TEST_F(SmartgenDeployment, AutoPicksLayerwiseOnAFastLinkAndSmartgenOnASlowOne) {
   Start(nullptr, /*link_gbps=*/0);
   json stats;
-  ASSERT_TRUE(Run("auto", Prompt(100, 3), 4, nullptr, &stats).ok());
+  ASSERT_TRUE(Run("auto", SmartgenPrompt(100, 3), 4, nullptr, &stats).ok());
   EXPECT_EQ(stats.value("mode", ""), "layerwise") << stats.dump();
 }
 
@@ -178,7 +178,7 @@ TEST_F(SmartgenDeployment, LinkDyingMidDecodeIsRecoveredExactly) {
   auto tcp = transfer::MakeTransport("tcp");
   ASSERT_TRUE(tcp.ok());
   Start(std::make_shared<transfer::FaultTransport>(*tcp, plan));
-  const auto prompt = Prompt(400, 4);
+  const auto prompt = SmartgenPrompt(400, 4);
   const auto want = Reference(prompt, 12);
   json stats;
   auto got = Run("smartgen", prompt, 12, json{{"budget_fraction", 1.0}, {"proactive_ratio", 8.0}}, &stats);

@@ -10,11 +10,11 @@
 namespace smartgen::select {
 namespace {
 
-const kv::KvGeometry kGeometry{3, 2, 64, 16, kv::KvDType::kF16};
+const kv::KvGeometry kSpeculativeGeometry{3, 2, 64, 16, kv::KvDType::kF16};
 
 std::vector<LayerPushPlan> Plans(std::int64_t budget) {
   const ProactiveBudget b =
-      PlanProactiveBudget(kGeometry, 800, budget, nullptr, ProactiveOptions());
+      PlanProactiveBudget(kSpeculativeGeometry, 800, budget, nullptr, ProactiveOptions());
   std::vector<LayerPushPlan> plans;
   for (int l = 0; l < 3; ++l) plans.push_back(PlanLayer(b, l, {}, nullptr, ProactiveOptions()));
   return plans;

@@ -13,7 +13,7 @@
 namespace smartgen::transfer::testing {
 namespace {
 
-constexpr std::uint64_t kRequest = 3;
+constexpr std::uint64_t kFaultRequest = 3;
 constexpr std::uint32_t kBlocks = 64;                      // per (layer, head): 2 MiB in all
 constexpr std::uint64_t kTotal = 4ull * 2 * kBlocks;       // blocks
 const Deadline kSoon() { return Deadline::After(core::Seconds(20)); }
@@ -38,7 +38,7 @@ Faulty Make(FaultPlan prefill_plan, FaultPlan decode_plan = {},
   f.prefill_side = std::make_shared<FaultTransport>(f.inner, std::move(prefill_plan));
   f.decode_side = std::make_shared<FaultTransport>(f.inner, std::move(decode_plan));
   auto pair = MakePair(f.prefill_side, f.decode_side, std::move(prefill), std::move(decode),
-                       kRequest, kBlocks);
+                       kFaultRequest, kBlocks);
   EXPECT_TRUE(pair.ok()) << pair.status().ToString();
   if (pair.ok()) f.pair = std::move(*pair);
   return f;
@@ -52,21 +52,21 @@ FaultPlan DataPlan() {
 
 Status Pull(EndpointPair& p, Priority priority = Priority::kProactive) {
   auto h = p.decode->Post(p.prefill_peer,
-                          {Direction::kPull, priority, AllRanges(TestGeometry(), kRequest, kBlocks)});
+                          {Direction::kPull, priority, AllRanges(TestGeometry(), kFaultRequest, kBlocks)});
   if (!h.ok()) return h.status();
   return p.decode->Wait(*h, kSoon());
 }
 
 Status Push(EndpointPair& p) {
   auto h = p.prefill->Post(p.decode_peer, {Direction::kPush, Priority::kSpeculative,
-                                           AllRanges(TestGeometry(), kRequest, kBlocks)});
+                                           AllRanges(TestGeometry(), kFaultRequest, kBlocks)});
   if (!h.ok()) return h.status();
   return p.prefill->Wait(*h, kSoon());
 }
 
 void ExpectComplete(EndpointPair& p) {
-  EXPECT_EQ(p.decode_store->PresentBlocks(kRequest), kTotal);
-  EXPECT_TRUE(p.decode_store->VerifyRequest(kRequest).ok());
+  EXPECT_EQ(p.decode_store->PresentBlocks(kFaultRequest), kTotal);
+  EXPECT_TRUE(p.decode_store->VerifyRequest(kFaultRequest).ok());
 }
 
 TEST(TransferFaults, CorruptPayloadIsRejectedAndPulledAgain) {
@@ -106,7 +106,7 @@ TEST(TransferFaults, CorruptHeaderClosesTheConnection) {
   EXPECT_NE(st.message().find("header"), std::string_view::npos) << st.ToString();
   EXPECT_LT(watch.ElapsedSeconds(), 5.0);
   EXPECT_FALSE(f.pair.decode->IsConnected(f.pair.prefill_peer));
-  EXPECT_TRUE(f.pair.decode_store->VerifyRequest(kRequest).ok());  // nothing bad was accepted
+  EXPECT_TRUE(f.pair.decode_store->VerifyRequest(kFaultRequest).ok());  // nothing bad was accepted
 }
 
 TEST(TransferFaults, DuplicateBlocksAreDroppedIdempotently) {
@@ -177,22 +177,22 @@ TEST(TransferFaults, LateBlocksAfterCancelAreDropped) {
   Faulty f = Make(plan);
   ASSERT_TRUE(f.pair.decode);
   auto h = f.pair.decode->Post(f.pair.prefill_peer, {Direction::kPull, Priority::kSpeculative,
-                                                     AllRanges(TestGeometry(), kRequest, kBlocks)});
+                                                     AllRanges(TestGeometry(), kFaultRequest, kBlocks)});
   ASSERT_TRUE(h.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(40));
   ASSERT_TRUE(f.pair.decode->Cancel(*h).ok());
   EXPECT_EQ(f.pair.decode->Wait(*h, kSoon()).code(), StatusCode::kCancelled);
   std::this_thread::sleep_for(std::chrono::milliseconds(60));
-  const std::uint64_t present = f.pair.decode_store->PresentBlocks(kRequest);
+  const std::uint64_t present = f.pair.decode_store->PresentBlocks(kFaultRequest);
   const Deadline d = Deadline::After(core::Seconds(5));
   while (!d.Expired() && f.pair.decode->GetMetrics().rejected_stale == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_GT(f.pair.decode->GetMetrics().rejected_stale, 0u);  // late blocks were counted...
-  EXPECT_EQ(f.pair.decode_store->PresentBlocks(kRequest), present);  // ...and not written
+  EXPECT_EQ(f.pair.decode_store->PresentBlocks(kFaultRequest), present);  // ...and not written
   EXPECT_LT(present, kTotal);
-  EXPECT_TRUE(f.pair.decode_store->VerifyRequest(kRequest).ok());
+  EXPECT_TRUE(f.pair.decode_store->VerifyRequest(kFaultRequest).ok());
 }
 
 TEST(TransferFaults, PushedBlocksOfACancelledRequestAreStale) {
@@ -202,17 +202,17 @@ TEST(TransferFaults, PushedBlocksOfACancelledRequestAreStale) {
   Faulty f = Make(plan);
   ASSERT_TRUE(f.pair.prefill);
   auto h = f.pair.prefill->Post(f.pair.decode_peer, {Direction::kPush, Priority::kSpeculative,
-                                                     AllRanges(TestGeometry(), kRequest, kBlocks)});
+                                                     AllRanges(TestGeometry(), kFaultRequest, kBlocks)});
   ASSERT_TRUE(h.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(40));
-  f.pair.decode->CancelRequest(kRequest);  // the decode node finished or gave up
+  f.pair.decode->CancelRequest(kFaultRequest);  // the decode node finished or gave up
   EXPECT_EQ(f.pair.prefill->Wait(*h, kSoon()).code(), StatusCode::kCancelled);
   const Deadline d = Deadline::After(core::Seconds(5));
   while (!d.Expired() && f.pair.decode->GetMetrics().rejected_stale == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   EXPECT_GT(f.pair.decode->GetMetrics().rejected_stale, 0u);
-  EXPECT_LT(f.pair.decode_store->PresentBlocks(kRequest), kTotal);
+  EXPECT_LT(f.pair.decode_store->PresentBlocks(kFaultRequest), kTotal);
   // The sender's lease was released as cancelled.
   const Deadline r = Deadline::After(core::Seconds(5));
   while (!r.Expired() && f.pair.prefill_store->releases().empty()) {
@@ -228,7 +228,7 @@ TEST(TransferFaults, LeaseExpiresWhenNobodyAsks) {
   Faulty f = Make({}, {}, prefill);
   ASSERT_TRUE(f.pair.decode);
   auto h = f.pair.decode->Post(f.pair.prefill_peer, {Direction::kPull, Priority::kOnDemand,
-                                                     {{kRequest, 0, 0, 0, 4}}});
+                                                     {{kFaultRequest, 0, 0, 0, 4}}});
   ASSERT_TRUE(h.ok());
   ASSERT_TRUE(f.pair.decode->Wait(*h, kSoon()).ok());
   // The decode node goes quiet; the prefill node frees the KV by itself.
@@ -238,12 +238,12 @@ TEST(TransferFaults, LeaseExpiresWhenNobodyAsks) {
   }
   ASSERT_EQ(f.pair.prefill_store->releases().size(), 1u);
   EXPECT_EQ(f.pair.prefill_store->releases()[0],
-            std::make_pair(kRequest, ReleaseReason::kExpired));
+            std::make_pair(kFaultRequest, ReleaseReason::kExpired));
   EXPECT_EQ(f.pair.prefill->GetMetrics().leases_expired, 1u);
   EXPECT_EQ(f.pair.prefill->GetMetrics().leases_active, 0u);
   // A late pull is refused at once (not left to time out).
   auto late = f.pair.decode->Post(f.pair.prefill_peer, {Direction::kPull, Priority::kOnDemand,
-                                                        {{kRequest, 1, 0, 0, 4}}});
+                                                        {{kFaultRequest, 1, 0, 0, 4}}});
   ASSERT_TRUE(late.ok());
   const Status st = f.pair.decode->Wait(*late, kSoon());
   EXPECT_EQ(st.code(), StatusCode::kNotFound) << st.ToString();
@@ -266,7 +266,7 @@ TEST(TransferFaults, SilentPeerIsDeclaredDeadByHeartbeat) {
     }
   });
   MemoryBlockStore store(TestGeometry());
-  ASSERT_TRUE(store.AddRequest(kRequest, 4, false).ok());
+  ASSERT_TRUE(store.AddRequest(kFaultRequest, 4, false).ok());
   EndpointConfig config = Fast("decode");
   config.heartbeat_interval = core::Millis(50);
   config.heartbeat_timeout = core::Millis(400);
@@ -275,7 +275,7 @@ TEST(TransferFaults, SilentPeerIsDeclaredDeadByHeartbeat) {
   auto peer = (*decode)->Connect("zombie", Deadline::After(core::Seconds(5)));
   t.join();
   ASSERT_TRUE(peer.ok()) << peer.status().ToString();
-  auto h = (*decode)->Post(*peer, {Direction::kPull, Priority::kOnDemand, {{kRequest, 0, 0, 0, 4}}});
+  auto h = (*decode)->Post(*peer, {Direction::kPull, Priority::kOnDemand, {{kFaultRequest, 0, 0, 0, 4}}});
   ASSERT_TRUE(h.ok());
   core::Stopwatch watch;
   const Status st = (*decode)->Wait(*h, kSoon());
@@ -294,7 +294,7 @@ TEST(TransferFaults, ConnectionResetMidTransferFailsRetryably) {
   EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
   EXPECT_LT(watch.ElapsedSeconds(), 5.0);
   EXPECT_EQ(f.prefill_side->stats().disconnects.load(), 1u);
-  EXPECT_TRUE(f.pair.decode_store->VerifyRequest(kRequest).ok());
+  EXPECT_TRUE(f.pair.decode_store->VerifyRequest(kFaultRequest).ok());
   const Deadline d = Deadline::After(core::Seconds(5));
   while (!d.Expired() && f.pair.prefill->IsConnected(f.pair.decode_peer)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -317,20 +317,20 @@ TEST(TransferFaults, RandomFaultsInBothDirectionsStillDeliverExactly) {
   prefill.max_attempts = decode.max_attempts = 20;
   Faulty f = Make(plan, back, prefill, decode);
   ASSERT_TRUE(f.pair.decode);
-  ASSERT_TRUE(f.pair.prefill_store->AddRequest(kRequest + 1, kBlocks, true).ok());
-  ASSERT_TRUE(f.pair.decode_store->AddRequest(kRequest + 1, kBlocks, false).ok());
+  ASSERT_TRUE(f.pair.prefill_store->AddRequest(kFaultRequest + 1, kBlocks, true).ok());
+  ASSERT_TRUE(f.pair.decode_store->AddRequest(kFaultRequest + 1, kBlocks, false).ok());
   auto pull = f.pair.decode->Post(f.pair.prefill_peer,
                                   {Direction::kPull, Priority::kOnDemand,
-                                   AllRanges(TestGeometry(), kRequest, kBlocks)});
+                                   AllRanges(TestGeometry(), kFaultRequest, kBlocks)});
   auto push = f.pair.prefill->Post(f.pair.decode_peer,
                                    {Direction::kPush, Priority::kSpeculative,
-                                    AllRanges(TestGeometry(), kRequest + 1, kBlocks)});
+                                    AllRanges(TestGeometry(), kFaultRequest + 1, kBlocks)});
   ASSERT_TRUE(pull.ok() && push.ok());
   EXPECT_TRUE(f.pair.decode->Wait(*pull, kSoon()).ok());
   EXPECT_TRUE(f.pair.prefill->Wait(*push, kSoon()).ok());
   ExpectComplete(f.pair);
-  EXPECT_EQ(f.pair.decode_store->PresentBlocks(kRequest + 1), kTotal);
-  EXPECT_TRUE(f.pair.decode_store->VerifyRequest(kRequest + 1).ok());
+  EXPECT_EQ(f.pair.decode_store->PresentBlocks(kFaultRequest + 1), kTotal);
+  EXPECT_TRUE(f.pair.decode_store->VerifyRequest(kFaultRequest + 1).ok());
   const FaultStats& s = f.prefill_side->stats();
   EXPECT_GT(s.dropped + s.corrupted + s.duplicated + s.reordered, 0u);
 }
