@@ -42,14 +42,34 @@ class NormalStream {
   float spare_ = 0;
 };
 
-std::uint32_t FileType(gguf::GgmlType t) {
+// general.file_type (llama_ftype) of a model whose matrices are mostly `t`.
+std::uint32_t FileType(gguf::GgmlType t, bool q4_k_m) {
+  if (q4_k_m) return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
   switch (t) {
     case gguf::GgmlType::kF32: return 0;
     case gguf::GgmlType::kF16: return 1;
+    case gguf::GgmlType::kQ4_0: return 2;
     case gguf::GgmlType::kQ8_0: return 7;
+    case gguf::GgmlType::kQ4_K: return 14;  // Q4_K_S: every matrix Q4_K
+    case gguf::GgmlType::kQ6_K: return 18;
     case gguf::GgmlType::kBF16: return 32;
     default: return 0;
   }
+}
+
+// llama.cpp's use_more_bits(): the first and last eighth of the layers and every third between.
+bool UseMoreBits(int layer, int n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+// The type of one matrix under the Q4_K_M recipe (see SyntheticModelSpec::q4_k_m).
+gguf::GgmlType Q4KMType(const std::string& role, int layer, int n_layers, int cols, bool tied) {
+  using gguf::GgmlType;
+  GgmlType t = GgmlType::kQ4_K;
+  if (role == "output" || (role == "token_embd" && tied)) t = GgmlType::kQ6_K;
+  if ((role == "attn_v" || role == "ffn_down") && UseMoreBits(layer, n_layers)) t = GgmlType::kQ6_K;
+  if (cols % 256 != 0) t = t == GgmlType::kQ6_K ? GgmlType::kQ8_0 : GgmlType::kQ4_0;
+  return t;
 }
 
 }  // namespace
@@ -58,7 +78,7 @@ Status WriteSyntheticModel(const SyntheticModelSpec& o) {
   const ModelPreset* p = &o.preset;
   const gguf::GgmlType type = o.type;
   if (!gguf::IsSupportedWeightType(type)) {
-    return InvalidArgument("weight type {} is not one of f32, f16, bf16, q8_0",
+    return InvalidArgument("weight type {} is not one of f32, f16, bf16, q8_0, q4_0, q4_k, q6_k",
                            gguf::GetTypeInfo(type).name);
   }
   if (o.out.empty()) return InvalidArgument("no output path");
@@ -68,7 +88,7 @@ Status WriteSyntheticModel(const SyntheticModelSpec& o) {
   const std::string k = arch + ".";
   w.AddString("general.architecture", arch);
   w.AddString("general.name", fmt::format("smartgen-{}-random-seed{}", p->name, o.seed));
-  w.AddUint32("general.file_type", FileType(type));
+  w.AddUint32("general.file_type", FileType(type, o.q4_k_m));
   w.AddUint32(k + "block_count", p->n_layers);
   w.AddUint32(k + "context_length", p->n_ctx);
   w.AddUint32(k + "embedding_length", p->n_embd);
@@ -89,6 +109,13 @@ Status WriteSyntheticModel(const SyntheticModelSpec& o) {
   std::vector<std::byte> bytes;
   // Weights are drawn in file order: matrices N(0, 0.02^2), norms 1 + N(0, 0.05^2).
   auto matrix = [&](const std::string& name, int rows, int cols, gguf::GgmlType t) -> Status {
+    if (o.q4_k_m) {
+      const std::size_t dot = name.find('.');
+      const bool in_layer = name.starts_with("blk.");
+      const std::string role = in_layer ? name.substr(name.find('.', dot + 1) + 1) : name.substr(0, dot);
+      const int layer = in_layer ? std::stoi(name.substr(dot + 1)) : -1;
+      t = Q4KMType(role.substr(0, role.find('.')), layer, p->n_layers, cols, p->tied_output);
+    }
     values.resize(static_cast<std::size_t>(cols));
     const std::size_t row_bytes = gguf::RowBytes(t, cols);
     bytes.resize(row_bytes * rows);
@@ -134,6 +161,16 @@ Status WriteSyntheticModel(const SyntheticModelSpec& o) {
     SG_RETURN_IF_ERROR(matrix(b + "ffn_down.weight", p->n_embd, p->n_ff, type));
   }
   return w.WriteFile(o.out);
+}
+
+bool ParseSyntheticType(std::string_view name, SyntheticModelSpec* spec) {
+  if (name == "q4_k_m" || name == "Q4_K_M") {
+    spec->type = gguf::GgmlType::kQ4_K;
+    spec->q4_k_m = true;
+    return true;
+  }
+  spec->q4_k_m = false;
+  return gguf::ParseGgmlType(name, &spec->type) && gguf::IsSupportedWeightType(spec->type);
 }
 
 }  // namespace smartgen::model

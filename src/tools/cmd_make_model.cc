@@ -11,6 +11,8 @@
 namespace smartgen::tools {
 namespace {
 
+constexpr const char* kTypes = "f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, q4_k_m (llama.cpp's mix)";
+
 struct MakeModelOptions {
   std::string preset = "tiny";
   std::string type = "f16";
@@ -33,8 +35,8 @@ Status MakeModel(const MakeModelOptions& o) {
   }
   model::SyntheticModelSpec spec;
   spec.preset = *preset;
-  if (!gguf::ParseGgmlType(o.type, &spec.type) || !gguf::IsSupportedWeightType(spec.type)) {
-    return InvalidArgument("--type '{}' is not one of f32, f16, bf16, q8_0", o.type);
+  if (!model::ParseSyntheticType(o.type, &spec)) {
+    return InvalidArgument("--type '{}' is not one of {}", o.type, kTypes);
   }
   spec.seed = o.seed;
   spec.out = o.out;
@@ -53,7 +55,7 @@ void RegisterMakeModel(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "make-model", "write a GGUF of a real shape with seeded random weights");
   cmd->add_option("--preset", opts->preset, "shape: " + PresetNames())->capture_default_str();
-  cmd->add_option("--type", opts->type, "weight type: f32, f16, bf16, q8_0")->capture_default_str();
+  cmd->add_option("--type", opts->type, std::string("weight type: ") + kTypes)->capture_default_str();
   cmd->add_option("--seed", opts->seed, "random seed")->capture_default_str();
   cmd->add_option("--out", opts->out, "output GGUF path")->required();
   cmd->callback([opts] {

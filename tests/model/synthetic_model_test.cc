@@ -1,0 +1,94 @@
+// The synthetic models behind `smartgen make-model`: type names, the Q4_K_M recipe, and that
+// every quantized file loads and runs.
+#include "model/synthetic_model.h"
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gguf/gguf_reader.h"
+#include "model/forward.h"
+#include "model/model.h"
+
+namespace smartgen::model {
+namespace {
+
+using gguf::GgmlType;
+
+std::string Write(const char* preset, const char* type) {
+  SyntheticModelSpec spec;
+  spec.preset = *FindPreset(preset);
+  EXPECT_TRUE(ParseSyntheticType(type, &spec)) << type;
+  spec.seed = 3;
+  spec.out = ::testing::TempDir() + "/synthetic_" + preset + "_" + type + ".gguf";
+  const Status s = WriteSyntheticModel(spec);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return spec.out;
+}
+
+GgmlType TypeOf(const gguf::GgufFile& f, const std::string& name) {
+  const gguf::TensorInfo* t = f.FindTensor(name);
+  EXPECT_NE(t, nullptr) << name;
+  return t != nullptr ? t->type : GgmlType::kF32;
+}
+
+TEST(SyntheticModel, TypeNamesParseAndUnknownOnesDoNot) {
+  SyntheticModelSpec spec;
+  for (const char* name : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}) {
+    EXPECT_TRUE(ParseSyntheticType(name, &spec)) << name;
+    EXPECT_FALSE(spec.q4_k_m);
+  }
+  EXPECT_TRUE(ParseSyntheticType("q4_k_m", &spec));
+  EXPECT_TRUE(spec.q4_k_m);
+  EXPECT_EQ(spec.type, GgmlType::kQ4_K);
+  EXPECT_FALSE(ParseSyntheticType("q5_0", &spec));  // a GGUF type we do not read
+  EXPECT_FALSE(ParseSyntheticType("q4", &spec));
+}
+
+TEST(SyntheticModel, Q4KMFollowsLlamaCppsRecipe) {
+  // "small": 4 layers, 256-wide rows, tied output. use_more_bits() picks layers 2 and 3.
+  auto f = gguf::GgufFile::Open(Write("small", "q4_k_m"));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(TypeOf(*f, "token_embd.weight"), GgmlType::kQ6_K);  // tied: it is the output
+  for (int l = 0; l < 4; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    const GgmlType more = l >= 2 ? GgmlType::kQ6_K : GgmlType::kQ4_K;
+    EXPECT_EQ(TypeOf(*f, b + "attn_v.weight"), more) << l;
+    EXPECT_EQ(TypeOf(*f, b + "ffn_down.weight"), more) << l;
+    EXPECT_EQ(TypeOf(*f, b + "attn_q.weight"), GgmlType::kQ4_K) << l;
+    EXPECT_EQ(TypeOf(*f, b + "ffn_up.weight"), GgmlType::kQ4_K) << l;
+  }
+  // "tiny": 64-wide rows do not split into 256-wide super-blocks: Q4_0 and Q8_0 instead.
+  auto t = gguf::GgufFile::Open(Write("tiny", "q4_k_m"));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(TypeOf(*t, "output.weight"), GgmlType::kQ8_0);
+  EXPECT_EQ(TypeOf(*t, "token_embd.weight"), GgmlType::kQ4_0);
+  EXPECT_EQ(TypeOf(*t, "blk.0.attn_k.weight"), GgmlType::kQ4_0);
+  EXPECT_EQ(TypeOf(*t, "blk.1.ffn_down.weight"), GgmlType::kQ8_0);
+}
+
+TEST(SyntheticModel, EveryQuantizedTypeLoadsAndGivesFiniteLogits) {
+  core::ThreadPool pool(2);
+  for (const char* type : {"q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"}) {
+    auto m = Model::Load(Write("small", type));
+    ASSERT_TRUE(m.ok()) << type << ": " << m.status().ToString();
+    Forward forward(**m, &pool);
+    kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32, 16), 64);
+    kv::SequenceKv seq(&blocks);
+    std::vector<std::int32_t> tokens = {3, 40, 77, 120, 9};
+    std::vector<float> logits;
+    ForwardChunk c;
+    c.kv = &seq;
+    c.tokens = tokens;
+    c.logits = &logits;
+    ForwardChunk cs[1] = {c};
+    ASSERT_TRUE(forward.Run(cs).ok()) << type;
+    ASSERT_EQ(logits.size(), std::size_t(FindPreset("small")->n_vocab)) << type;
+    for (float v : logits) ASSERT_TRUE(std::isfinite(v)) << type;
+  }
+}
+
+}  // namespace
+}  // namespace smartgen::model
