@@ -20,6 +20,8 @@
 //    dropped, never written over a present block, and counted (Metrics).
 //  - A frame or answer that goes missing (no ack, no progress for retransmit_timeout) is sent
 //    or asked for again; a range that keeps failing ends its transfer after max_attempts.
+//    While the peer keeps acknowledging other ranges, a pushed range waits longer (8 timeouts)
+//    before it is sent again: on a slow link it is queued, not lost.
 //  - The sending side holds each request's KV under a lease: BlockSource::Release is called
 //    once (on the callback thread), on FinishRequest from the peer or ReleaseLease (completed),
 //    CancelRequest on either side (cancelled), or when no transfer touched the request for

@@ -50,6 +50,7 @@ struct Session {
   std::vector<AckEntry> acks;      // coalesced into one ACK frame
   SendQueue data;
   core::Nanos last_send = 0;
+  core::Nanos last_ack = 0;  // the peer last acknowledged one of our pushed ranges
 
   // Owned by the receiver thread.
   std::vector<std::byte> scratch;  // where discarded blocks are read into
@@ -115,6 +116,9 @@ class Endpoint::Core {
   void AcceptLoop();
   void HousekeepingLoop();
   void CheckTransfersLocked(core::Nanos now);
+  // A pushed range unacknowledged for this many retransmit timeouts is sent again even while
+  // the peer acknowledges others (it was lost, not queued).
+  static constexpr int kLostAfterTimeouts = 8;
   void ExpireLeasesLocked(core::Nanos now);
   // Ends a session: closes the connection, fails or cancels its transfers, tells callbacks.
   // `peer_goodbye`: the peer closed in order (logged quietly, not counted as lost).

@@ -276,7 +276,11 @@ void Endpoint::Core::CheckTransfersLocked(core::Nanos now) {
       QueuePullLocked(*s, op, op.Missing(), /*replace=*/true);
       continue;
     }
-    for (const auto& [range, attempts] : op.TimedOut(now - rto, now)) {
+    // While acks keep coming the link is draining what was queued ahead of a range (a slow
+    // shaped link can hold seconds of frames): a range is taken for lost when the session has
+    // been silent for a timeout, or when it alone has waited kLostAfterTimeouts of them.
+    const core::Nanos cutoff = now - s->last_ack >= rto ? now - rto : now - kLostAfterTimeouts * rto;
+    for (const auto& [range, attempts] : op.TimedOut(cutoff, now)) {
       if (attempts >= config_.max_attempts) {
         FinishOpLocked(op, TransferState::kFailed,
                        Unavailable("no acknowledgement for {} after {} attempts",

@@ -305,6 +305,7 @@ void Endpoint::Core::HandleAckLocked(Session& s, const AckEntry& a, core::Nanos 
       op->direction() != Direction::kPush) {
     return;  // late answer for a finished transfer
   }
+  s.last_ack = now;
   const int attempts = op->TakeInFlight(a.range);
   switch (a.code) {
     case StatusCode::kOk:

@@ -313,6 +313,23 @@ TEST_P(TransferConformance, OnDemandOvertakesSpeculativeStream) {
   ASSERT_TRUE(p.prefill->Cancel(*stream).ok());
 }
 
+TEST_P(TransferConformance, SlowLinkQueuesFramesWithoutSendingThemTwice) {
+  // 8 rows x 256 x 4 KiB = 8.4 MB at 50 Mbit/s: 1.3 s of frames queued on the link, several
+  // retransmit timeouts (300 ms) long. Acks keep coming, so nothing is taken for lost.
+  constexpr std::uint32_t kBlocks = 256;
+  EndpointConfig prefill = TestConfig("prefill");
+  prefill.link.gbps = 0.05;
+  EndpointPair p = Pair(kBlocks, prefill);
+  ASSERT_TRUE(p.prefill);
+  auto h = p.prefill->Post(p.decode_peer, {Direction::kPush, Priority::kSpeculative,
+                                           AllRanges(TestGeometry(), kRequest, kBlocks)});
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_TRUE(p.prefill->Wait(*h, Deadline::After(core::Seconds(30))).ok());
+  EXPECT_EQ(p.decode_store->PresentBlocks(kRequest), 8u * kBlocks);
+  EXPECT_EQ(p.prefill->GetMetrics().retries, 0u);
+  EXPECT_EQ(p.decode->GetMetrics().duplicates, 0u);
+}
+
 TEST_P(TransferConformance, ConnectionCarriesGatheredFrames) {
   auto listener = prefill_transport_->Listen(AnyAddress(*prefill_transport_));
   ASSERT_TRUE(listener.ok()) << listener.status().ToString();
