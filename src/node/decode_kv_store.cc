@@ -62,6 +62,7 @@ Status DecodeKvStore::Prepare(const transfer::BlockKey& key,
                            key.kv_head, key.block, key.request_id);
   }
   if (e->residency.present(key.layer, key.kv_head, key.block)) {
+    e->blocks_duplicate.fetch_add(1, std::memory_order_relaxed);
     *action = transfer::SinkAction::kDiscard;
     return Status::Ok();
   }

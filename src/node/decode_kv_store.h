@@ -37,6 +37,7 @@ class DecodeKvStore final : public transfer::BlockSink {
     std::uint64_t request_id;
     std::atomic<int> pending_writes{0};
     std::atomic<std::uint64_t> blocks_received{0};  // verified copies written (duplicates too)
+    std::atomic<std::uint64_t> blocks_duplicate{0};  // arrived when already present: dropped
     std::atomic<std::uint64_t> blocks_requested_received{0};  // ... of blocks asked for on demand
   };
 

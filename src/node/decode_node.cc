@@ -357,13 +357,23 @@ void DecodeNode::Finish(const std::shared_ptr<Request>& r, const Status& status,
     stats["kv_bytes_received"] =
         r->entry ? r->entry->blocks_received.load() * rt_.blocks->geometry().block_bytes() : 0;
     if (r->prefill_done_at) stats["prefill_done_ms"] = core::ToMillis(r->prefill_done_at - r->start);
+    // Everything that crossed the link for this request before it finished: blocks kept,
+    // blocks dropped as duplicates, and SmartGen's summaries.
+    double on_wire = 0;
+    if (r->entry) {
+      on_wire = static_cast<double>((r->entry->blocks_received.load() + r->entry->blocks_duplicate.load()) *
+                                    rt_.blocks->geometry().block_bytes());
+      stats["kv_blocks_duplicate"] = r->entry->blocks_duplicate.load();
+    }
     if (r->smartgen) {
       const json sg = r->smartgen->Stats(r->start, r->entry->blocks_received.load(),
                                          r->entry->blocks_requested_received.load());
       for (auto& [k, v] : sg.items()) stats[k] = v;
+      on_wire += sg["bytes_by_path"].value("summaries", 0.0);
     } else if (r->entry && r->entry->residency.AllPresent() && r->kv_ready_at) {
       stats["time_to_exact_ms"] = core::ToMillis(r->kv_ready_at - r->start);
     }
+    stats["kv_bytes_on_wire"] = on_wire;
     if (r->kv_ready_at) {
       stats["kv_ready_ms"] = core::ToMillis(r->kv_ready_at - r->start);
       kv_wait_seconds_->Observe(core::ToSeconds(r->kv_ready_at - r->start));

@@ -145,7 +145,10 @@ Status RunTtstBench(TtstBenchOptions o) {
               {"prefill_ms", p_ms},
               {"kv_bytes", kv_bytes[n]},
               {"full_kv_link_ms", link_ms},
-              {"bytes_transferred", Num(s, "kv_bytes_received")},
+              // What crossed the link: blocks kept and dropped as duplicates, and summaries.
+              {"bytes_transferred", s.contains("kv_bytes_on_wire") ? Num(s, "kv_bytes_on_wire")
+                                                                   : Num(s, "kv_bytes_received")},
+              {"kv_bytes_received", Num(s, "kv_bytes_received")},
               {"fallback", s.value("fallback", false)},
               {"output_tokens", o.output_tokens},
               {"tokens", m.tokens},
@@ -153,7 +156,8 @@ Status RunTtstBench(TtstBenchOptions o) {
           };
           for (const char* k : {"time_to_exact_ms", "bytes_by_path", "on_demand_ratio",
                                 "on_demand_ratio_per_step", "layer_stall_ms", "kv_ready_ms",
-                                "recomputed_locally", "auto"}) {
+                                "recomputed_locally", "auto", "kv_blocks_duplicate",
+                                "prediction_hit_rate"}) {
             if (s.contains(k)) rec[k] = s[k];
           }
           data += rec.dump() + "\n";

@@ -150,6 +150,14 @@ TEST_F(SmartgenDeployment, SmallBudgetsCompleteWithConsistentAccounting) {
     const double sent = by_path["proactive"].get<double>() + by_path["on_demand"].get<double>() +
                         by_path["speculative"].get<double>();
     EXPECT_LE(stats["kv_bytes_received"].get<double>(), 1.05 * full) << stats.dump();
+    // On the wire: the blocks kept, those dropped as duplicates, and the summaries.
+    const double on_wire = stats["kv_bytes_on_wire"].get<double>();
+    EXPECT_NEAR(on_wire,
+                stats["kv_bytes_received"].get<double>() + by_path["summaries"].get<double>() +
+                    stats["kv_blocks_duplicate"].get<double>() * stats["prefill"]["stats"]["kv_bytes"].get<double>() /
+                        stats["blocks_total"].get<double>(),
+                1.0)
+        << stats.dump();
     EXPECT_GT(sent, 0) << stats.dump();
     if (!options.value("on_demand", true)) {
       EXPECT_EQ(by_path["on_demand"].get<double>(), 0) << "ablation: no on-demand fetches";
