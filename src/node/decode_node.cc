@@ -47,6 +47,31 @@ DecodeNode::DecodeNode(NodeConfig config, NodeRuntime runtime)
   kv_wait_seconds_ = &metrics_.GetHistogram(
       "smartgen_decode_kv_wait_seconds", "Registration to decode start (waiting for prefill and KV)",
       core::LatencyBuckets());
+  time_to_exact_seconds_ = &metrics_.GetHistogram(
+      "smartgen_decode_time_to_exact_seconds",
+      "SmartGen: request start to every KV block present on the decode node", core::LatencyBuckets());
+  static const double kRatioBuckets[] = {0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0};
+  on_demand_ratio_ = &metrics_.GetHistogram(
+      "smartgen_decode_on_demand_ratio",
+      "SmartGen: share of a request's selected blocks that had to be fetched on demand", kRatioBuckets);
+}
+
+void DecodeNode::RecordSmartgen(const json& sg) {
+  if (sg.contains("time_to_exact_ms")) time_to_exact_seconds_->Observe(sg["time_to_exact_ms"].get<double>() / 1e3);
+  on_demand_ratio_->Observe(sg.value("on_demand_ratio", 0.0));
+  const json by_path = sg.value("bytes_by_path", json::object());
+  for (const auto& [path, bytes] : by_path.items()) {
+    metrics_.GetCounter("smartgen_decode_kv_bytes_by_path_total", "SmartGen bytes received, by path",
+                        {{"path", path}})
+        .Increment(bytes.get<double>());
+  }
+  const json stalls = sg.value("layer_stall_ms", json::array());
+  for (std::size_t l = 0; l < stalls.size(); ++l) {
+    metrics_.GetCounter("smartgen_decode_layer_stall_seconds_total",
+                        "SmartGen: decode time spent waiting for on-demand blocks, by layer",
+                        {{"layer", std::to_string(l)}})
+        .Increment(stalls[l].get<double>() / 1e3);
+  }
 }
 
 DecodeNode::~DecodeNode() { Stop(); }
@@ -370,6 +395,7 @@ void DecodeNode::Finish(const std::shared_ptr<Request>& r, const Status& status,
                                          r->entry->blocks_requested_received.load());
       for (auto& [k, v] : sg.items()) stats[k] = v;
       on_wire += sg["bytes_by_path"].value("summaries", 0.0);
+      RecordSmartgen(sg);
     } else if (r->entry && r->entry->residency.AllPresent() && r->kv_ready_at) {
       stats["time_to_exact_ms"] = core::ToMillis(r->kv_ready_at - r->start);
     }

@@ -26,6 +26,7 @@
 #include <unordered_map>
 
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "core/metrics.h"
 #include "core/result.h"
@@ -92,6 +93,10 @@ class DecodeNode {
   core::Counter* requests_failed_;
   core::Counter* fallbacks_;
   core::Histogram* kv_wait_seconds_;
+  // SmartGen, per finished request.
+  void RecordSmartgen(const nlohmann::json& sg);
+  core::Histogram* time_to_exact_seconds_;
+  core::Histogram* on_demand_ratio_;
 };
 
 }  // namespace smartgen::node

@@ -175,6 +175,15 @@ std::string PrefillNode::MetricsText() const {
   core::AppendMetricHeader(&out, "smartgen_prefill_kv_blocks_used", "KV pool blocks in use", "gauge");
   core::AppendMetricSample(&out, "smartgen_prefill_kv_blocks_used", {},
                            static_cast<double>(rt_.blocks->used()));
+  if (speculative_) {
+    core::AppendMetricHeader(&out, "smartgen_prefill_speculative_blocks_total",
+                             "SmartGen speculative blocks sent, or cancelled when the request ended first",
+                             "counter");
+    core::AppendMetricSample(&out, "smartgen_prefill_speculative_blocks_total", {{"outcome", "sent"}},
+                             static_cast<double>(speculative_->blocks_sent()));
+    core::AppendMetricSample(&out, "smartgen_prefill_speculative_blocks_total", {{"outcome", "cancelled"}},
+                             static_cast<double>(speculative_->blocks_cancelled()));
+  }
   if (endpoint_) AppendTransferMetrics(endpoint_->GetMetrics(), &out);
   return out;
 }

@@ -144,7 +144,9 @@ TEST_F(MalformedGguf, EveryTruncationIsDataLossOrFine) {
     std::vector<std::byte> cut(good_.begin(), good_.begin() + len);
     const Status s = OpenBytes(cut);
     EXPECT_FALSE(s.ok()) << "prefix of " << len << " bytes parsed";
-    if (len >= 4) EXPECT_EQ(s.code(), StatusCode::kDataLoss) << len << ": " << s.ToString();
+    if (len >= 4) {
+      EXPECT_EQ(s.code(), StatusCode::kDataLoss) << len << ": " << s.ToString();
+    }
   }
   EXPECT_TRUE(OpenBytes(good_).ok());
 }

@@ -127,7 +127,9 @@ TEST_F(SmartgenDeployment, SelectingEveryBlockEqualsLayerwise) {
     EXPECT_EQ(stats.value("mode", ""), "smartgen");
     // Without the speculative stream, the blocks outside the proactive set can only come on
     // demand (with it, an unshaped link may deliver everything before the first step).
-    if (!speculative) EXPECT_GT(stats["bytes_by_path"]["on_demand"].get<double>(), 0) << stats.dump();
+    if (!speculative) {
+      EXPECT_GT(stats["bytes_by_path"]["on_demand"].get<double>(), 0) << stats.dump();
+    }
     EXPECT_GT(stats["bytes_by_path"]["proactive"].get<double>(), 0) << stats.dump();
     EXPECT_FALSE(stats.value("recomputed_locally", true));
   }
@@ -168,6 +170,23 @@ TEST_F(SmartgenDeployment, SmallBudgetsCompleteWithConsistentAccounting) {
   auto got = Run("smartgen", prompt, 48, json{{"proactive_ratio", 4.0}}, &stats);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_TRUE(stats.contains("time_to_exact_ms")) << stats.dump();
+
+  // The same figures, summed over the requests, on the nodes' /metrics.
+  const std::string decode_metrics = decode_->MetricsText();
+  const auto value_of = [&](const std::string& series) {
+    const std::size_t at = decode_metrics.find(series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(decode_metrics.substr(at + series.size() + 1));
+  };
+  EXPECT_GE(value_of("smartgen_decode_time_to_exact_seconds_count"), 1.0) << decode_metrics;
+  EXPECT_EQ(value_of("smartgen_decode_on_demand_ratio_count"), 5.0) << decode_metrics;  // 5 requests
+  EXPECT_GT(value_of("smartgen_decode_kv_bytes_by_path_total{path=\"proactive\"}"), 0.0) << decode_metrics;
+  for (const char* want : {"smartgen_decode_kv_bytes_by_path_total{path=\"summaries\"}",
+                           "smartgen_decode_layer_stall_seconds_total{layer=\"0\"}"}) {
+    EXPECT_NE(decode_metrics.find(want), std::string::npos) << want << "\n" << decode_metrics;
+  }
+  EXPECT_NE(prefill_->MetricsText().find("smartgen_prefill_speculative_blocks_total{outcome=\"cancelled\"}"),
+            std::string::npos)
+      << prefill_->MetricsText();
 }
 
 TEST_F(SmartgenDeployment, AutoPicksLayerwiseOnAFastLinkAndSmartgenOnASlowOne) {
