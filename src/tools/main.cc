@@ -1,11 +1,14 @@
 // smartgen: prefill/decode disaggregated LLM inference with selective KV-cache transfer.
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "core/cpu_features.h"
 #include "core/log.h"
 #include "tools/commands.h"
+#include "tools/config_args.h"
 
 namespace smartgen::tools {
 
@@ -21,6 +24,8 @@ int main(int argc, char** argv) {
   using namespace smartgen;
   CLI::App app{"smartgen: PD-disaggregated LLM inference with selective KV-cache transfer"};
   app.require_subcommand(1);
+  // An option given twice keeps the last value: flags after `--config FILE` override the file.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_version_flag("--version", "smartgen 0.1.0");
   std::string log_level;
   app.add_option("--log", log_level, "log level: debug|info|warn|error|off")
@@ -46,8 +51,15 @@ int main(int argc, char** argv) {
   tools::RegisterBenchTtst(*bench);
   tools::RegisterBenchTransfer(*bench);
 
+  auto expanded = tools::ExpandConfigArgs(argc, argv);
+  if (!expanded.ok()) {
+    std::fprintf(stderr, "smartgen: %s\n", expanded.status().ToString().c_str());
+    return 2;
+  }
+  std::vector<char*> args;
+  for (std::string& a : *expanded) args.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();  // a subcommand failed; it has printed why
   } catch (const CLI::CallForHelp&) {
