@@ -33,6 +33,9 @@ struct NodeConfig {
   std::int64_t kv_capacity_tokens = 1 << 17; // KV pool size, in tokens of one sequence
   std::int64_t max_context = 0;              // 0 = the model's context length
   int max_batch = 64;                        // decode node: sequences per step
+  // Prefill node: one throwaway prefill of this many tokens at start-up (0 = none). It pages
+  // the weights in and seeds the prefill-time estimate that sizes SmartGen's proactive set.
+  std::int64_t warmup_tokens = 256;
   std::vector<std::string> profile_paths;    // SmartGen profiles (one per prompt-length bucket)
 };
 

@@ -44,7 +44,29 @@ PrefillNode::PrefillNode(NodeConfig config, NodeRuntime runtime)
 
 PrefillNode::~PrefillNode() { Stop(); }
 
+Status PrefillNode::Warmup(std::int64_t n_tokens) {
+  n_tokens = std::min<std::int64_t>(n_tokens, rt_.forward->max_context() - 1);
+  const int vocab = rt_.model->config().n_vocab;
+  if (n_tokens <= 0 || vocab <= 0) return Status::Ok();
+  std::vector<std::int32_t> tokens(static_cast<std::size_t>(n_tokens));
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>((i * 7919 + 13) % vocab);
+  kv::SequenceKv seq(rt_.blocks.get());
+  std::vector<float> logits;
+  model::ForwardChunk chunk;
+  chunk.kv = &seq;
+  chunk.tokens = tokens;
+  chunk.logits = &logits;
+  model::ForwardChunk chunks[1] = {chunk};
+  core::Stopwatch watch;
+  SG_RETURN_IF_ERROR(rt_.forward->Run(chunks).WithContext("start-up prefill"));
+  RecordPrefill(n_tokens, watch.ElapsedSeconds());
+  SG_LOG_INFO("prefill", "{}: start-up prefill of {} tokens took {:.0f} ms", config_.name, n_tokens,
+              watch.ElapsedMillis());
+  return Status::Ok();
+}
+
 Status PrefillNode::Start() {
+  if (config_.warmup_tokens > 0) SG_RETURN_IF_ERROR(Warmup(config_.warmup_tokens));
   transfer::EndpointCallbacks cb;
   cb.on_control = [this](transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
     OnControl(peer, type, bytes);

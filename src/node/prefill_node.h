@@ -74,6 +74,8 @@ class PrefillNode {
   // The estimated prefill time of n tokens, from past prefills (ms per token by length).
   double EstimatePrefillSeconds(std::int64_t n_tokens) const;
   void RecordPrefill(std::int64_t n_tokens, double seconds);
+  // A throwaway prefill of n tokens (NodeConfig::warmup_tokens), recorded as a measurement.
+  Status Warmup(std::int64_t n_tokens);
 
   NodeConfig config_;
   NodeRuntime rt_;

@@ -152,6 +152,9 @@ void RegisterServe(CLI::App& app) {
   auto prefill = std::make_shared<node::NodeConfig>();
   CLI::App* p = serve->add_subcommand("prefill", "a prefill node");
   AddNodeFlags(*p, *prefill, "prefill");
+  p->add_option("--warmup-tokens", prefill->warmup_tokens,
+                "tokens of the start-up prefill that seeds the prefill-time estimate (0 = none)")
+      ->capture_default_str();
   p->callback([prefill] {
     if (int rc = ReportStatus("serve prefill", ServeNode<node::PrefillNode>(*prefill, "prefill"))) {
       throw CLI::RuntimeError(rc);
