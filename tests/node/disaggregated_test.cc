@@ -14,32 +14,14 @@
 #include "node/decode_node.h"
 #include "node/prefill_node.h"
 #include "node/router.h"
+#include "node_test_util.h"
 
 namespace smartgen::node {
 namespace {
 
-std::string TinyModelPath() {
-  static const std::string path = [] {
-    model::SyntheticModelSpec spec;
-    spec.preset = *model::FindPreset("small");
-    spec.type = gguf::GgmlType::kF32;
-    spec.seed = 11;
-    spec.out = ::testing::TempDir() + "/disaggregated_test_small.gguf";
-    EXPECT_TRUE(model::WriteSyntheticModel(spec).ok());
-    return spec.out;
-  }();
-  return path;
-}
-
-NodeConfig BaseConfig(const std::string& name) {
-  NodeConfig c;
-  c.name = name;
-  c.model_path = TinyModelPath();
-  c.threads = 1;
-  c.kv_capacity_tokens = 8192;
-  c.kv_dtype = "f32";
-  return c;
-}
+constexpr std::uint64_t kModelSeed = 11;
+std::string TinyModelPath() { return testing::SmallModelPath(kModelSeed); }
+NodeConfig BaseConfig(const std::string& name) { return testing::SmallNodeConfig(name, kModelSeed); }
 
 std::vector<std::int32_t> Prompt(int n, int salt) {
   std::vector<std::int32_t> p(n);

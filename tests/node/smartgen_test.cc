@@ -14,34 +14,16 @@
 #include "node/router.h"
 #include "transfer/fault/fault_transport.h"
 #include "transfer/transport_factory.h"
+#include "node_test_util.h"
 
 namespace smartgen::node {
 namespace {
 
 using nlohmann::json;
 
-std::string ModelPath() {
-  static const std::string path = [] {
-    model::SyntheticModelSpec spec;
-    spec.preset = *model::FindPreset("small");
-    spec.type = gguf::GgmlType::kF32;
-    spec.seed = 21;
-    spec.out = ::testing::TempDir() + "/smartgen_test_small.gguf";
-    EXPECT_TRUE(model::WriteSyntheticModel(spec).ok());
-    return spec.out;
-  }();
-  return path;
-}
-
-NodeConfig Config(const std::string& name) {
-  NodeConfig c;
-  c.name = name;
-  c.model_path = ModelPath();
-  c.threads = 1;
-  c.kv_capacity_tokens = 8192;
-  c.kv_dtype = "f32";
-  return c;
-}
+constexpr std::uint64_t kModelSeed = 21;
+std::string ModelPath() { return testing::SmallModelPath(kModelSeed); }
+NodeConfig Config(const std::string& name) { return testing::SmallNodeConfig(name, kModelSeed); }
 
 std::vector<std::int32_t> SmartgenPrompt(int n, int salt) {
   std::vector<std::int32_t> p(n);
