@@ -110,8 +110,30 @@ SMARTGEN_KERNELS_DECLARE_ISA(avx512)
 // Per-thread scratch memory for ISA kernels: at least n_floats floats, 64-byte aligned, valid
 // until the next call with the same slot on this thread. Lives in a scalar translation unit.
 // Slots: 0 a scalar kernel's dequantized row, 1 GEMM packed panels, 2-3 matmul.cc's chunk
-// products before their epilogue (accumulate, SwiGLU), 4-5 free.
+// products before their epilogue (accumulate, SwiGLU), 4 the fast-dot kernels' rounded
+// activations, 5 free.
 float* ThreadScratch(int slot, std::size_t n_floats);
+
+// Activations for integer dot products, quantized like ggml's quantize_row_q8_0: per 32 values
+// d = max|x| / 127 and q = x * (1 / d) rounded to nearest, ties to even (ggml: away from zero),
+// which SIMD conversion does exactly the same. n % 32 == 0; q[n], d[n / 32]. Scalar
+// (fast_dot.cc); the VNNI kernel has its own vector copy, bit for bit the same.
+void QuantizeActivationsQ8(const float* x, std::int64_t n, std::int8_t* q, float* d);
+
+// kernels::SetFastDot: Q8_0 weights x Q8_0-quantized activations and BF16 weights x
+// bf16-rounded activations - the scalar twins and the AVX-512 VNNI / AVX512-BF16 kernels
+// (matmul_avx512vnni.cc, matmul_avx512bf16.cc, run only when the CPU has those extensions).
+namespace scalar {
+MatVecSig MatVecQ8_0Int8, MatVecBF16Bf16;
+}
+namespace avx512vnni {
+MatVecSig MatVecQ8_0;
+}
+namespace avx512bf16 {
+MatVecSig MatVecBF16;
+}
+// The fast-dot MatVec kernel `table` uses for `type` now, or nullptr for the regular one.
+MatVecFn FastDotKernel(const KernelTable& table, gguf::GgmlType type);
 
 // The public matrix kernels with an explicit table (tests run every available table).
 // Returns false for a weight type the table has no kernel for.

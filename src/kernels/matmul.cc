@@ -215,6 +215,7 @@ Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* 
                     Epilogue epilogue) {
   const int kind = KindIndex(w.type);
   Segment s{table.mat_vec[kind], table.mat_mul[kind], w.data, w.row_bytes(), w.rows, w.cols, x, y};
+  if (MatVecFn int8 = FastDotKernel(table, w.type)) s.vec = int8;
   s.epilogue = epilogue;
   return s;
 }

@@ -1,5 +1,6 @@
 #include "node/node_config.h"
 
+#include "kernels/matmul.h"
 #include "transfer/transport_factory.h"
 
 namespace smartgen::node {
@@ -35,6 +36,7 @@ Status SplitHostPort(const std::string& address, std::string* host, int* port) {
 Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c,
                                      std::shared_ptr<transfer::Transport> transport) {
   if (c.threads < 1 || c.threads > 256) return InvalidArgument("threads {} out of range", c.threads);
+  kernels::SetFastDot(c.fast_dot);
   if (c.block_tokens < 1 || c.block_tokens > 1024) {
     return InvalidArgument("block_tokens {} out of range", c.block_tokens);
   }

@@ -1,5 +1,7 @@
 #include "tools/engine_setup.h"
 
+#include "kernels/matmul.h"
+
 namespace smartgen::tools {
 
 void EngineOptions::AddFlags(CLI::App& cmd) {
@@ -10,11 +12,13 @@ void EngineOptions::AddFlags(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--block-tokens", block_tokens, "tokens per KV block")->capture_default_str();
   cmd.add_option("--ctx", ctx, "context length (0 = the model's)")->capture_default_str();
+  cmd.add_flag("--fast-dot", fast_dot,
+               "decode with AVX-512 VNNI int8 (Q8_0) and AVX512-BF16 (BF16) dot products where present");
 }
 
 std::string EngineOptions::ToString() const {
-  return fmt::format("model={} threads={} kv_dtype={} block_tokens={} ctx={}", model_path,
-                     threads, kv_dtype, block_tokens, ctx);
+  return fmt::format("model={} threads={} kv_dtype={} block_tokens={} ctx={} fast_dot={}", model_path,
+                     threads, kv_dtype, block_tokens, ctx, fast_dot);
 }
 
 Result<kv::KvDType> ParseKvDType(const std::string& name) {
@@ -31,6 +35,7 @@ Result<Engine> LoadEngine(const EngineOptions& options, std::int64_t max_tokens,
     return InvalidArgument("--block-tokens {} is out of range", options.block_tokens);
   }
   Engine e;
+  kernels::SetFastDot(options.fast_dot);
   SG_ASSIGN_OR_RETURN(e.model, model::Model::Load(options.model_path));
   SG_ASSIGN_OR_RETURN(const kv::KvDType dtype, ParseKvDType(options.kv_dtype));
   e.pool = std::make_unique<core::ThreadPool>(options.threads);

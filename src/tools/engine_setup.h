@@ -21,6 +21,7 @@ struct EngineOptions {
   std::string kv_dtype = "f16";
   int block_tokens = 16;
   std::int64_t ctx = 0;  // 0 = model's context length
+  bool fast_dot = false;  // decode with VNNI / BF16 dot products (kernels::SetFastDot)
 
   void AddFlags(CLI::App& cmd);
   std::string ToString() const;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/mapped_file.h"
+#include "kernels/matmul.h"
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/forward.h"
@@ -29,6 +30,7 @@ struct GoldenCase {
   const char* golden;  // relative to SMARTGEN_SHARED_DIR
   double tol;          // max |logit diff|
   bool relative;       // tol is relative to max |logit| of the position
+  bool fast_dot = false;  // kernels::SetFastDot: Q8_0 decode with int8 activations
 };
 
 std::ostream& operator<<(std::ostream& os, const GoldenCase& c) { return os << c.name; }
@@ -52,7 +54,11 @@ const GoldenCase kCases[] = {
     {"q_f32_llamacpp", "golden/quant/tiny-llama-q-f32.gguf", "golden/quant/tiny-llama-q-f32.json", 1e-4, false},
     {"q_f16_llamacpp", "golden/quant/tiny-llama-q-f16.gguf", "golden/quant/tiny-llama-q-f16.json", 2e-3, false},
     {"q_bf16_llamacpp", "golden/quant/tiny-llama-q-bf16.gguf", "golden/quant/tiny-llama-q-bf16.json", 1.5e-2, false},
+    // Decode with bf16 activations (AVX512-BF16 where present), as llama.cpp computes BF16.
+    {"q_bf16_fastdot_llamacpp", "golden/quant/tiny-llama-q-bf16.gguf", "golden/quant/tiny-llama-q-bf16.json", 1.5e-2, false, true},
     {"q_q8_0_llamacpp", "golden/quant/tiny-llama-q-q8_0.gguf", "golden/quant/tiny-llama-q-q8_0.json", 4e-2, false},
+    // Decode with int8 activations (AVX-512 VNNI where present), as llama.cpp computes Q8_0.
+    {"q_q8_0_fastdot_llamacpp", "golden/quant/tiny-llama-q-q8_0.gguf", "golden/quant/tiny-llama-q-q8_0.json", 4e-2, false, true},
     {"q_q4_0_llamacpp", "golden/quant/tiny-llama-q-q4_0.gguf", "golden/quant/tiny-llama-q-q4_0.json", 4e-2, false},
     {"q_q4_k_m_llamacpp", "golden/quant/tiny-llama-q-q4_k_m.gguf", "golden/quant/tiny-llama-q-q4_k_m.json", 5e-2, false},
     {"q_q6_k_llamacpp", "golden/quant/tiny-llama-q-q6_k.gguf", "golden/quant/tiny-llama-q-q6_k.json", 5e-2, false},
@@ -64,6 +70,7 @@ class GoldenTest : public ::testing::TestWithParam<GoldenCase> {
  protected:
   void SetUp() override {
     const GoldenCase& c = GetParam();
+    kernels::SetFastDot(c.fast_dot);
     auto text = core::ReadFileToString(Shared(c.golden));
     ASSERT_TRUE(text.ok()) << text.status().ToString() << " (is ../shared present?)";
     golden_ = json::parse(*text);
@@ -75,6 +82,8 @@ class GoldenTest : public ::testing::TestWithParam<GoldenCase> {
     blocks_ = std::make_unique<kv::BlockPool>(forward_->KvGeometryFor(kv::KvDType::kF32, 16),
                                               1 << 16);
   }
+
+  void TearDown() override { kernels::SetFastDot(false); }
 
   // Tolerance for a position whose logits are `logits`.
   double Tol(std::span<const float> logits) const {

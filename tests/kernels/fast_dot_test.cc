@@ -1,0 +1,182 @@
+// Decode with low-precision dots (kernels::SetFastDot): Q8_0 with int8 activations, BF16 with
+// bf16 activations. Each scalar twin stays within the activation rounding of the exact
+// product, the AVX-512 VNNI / AVX512-BF16 kernels equal their twins, and switching it off
+// gives the exact path back.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "kernel_test_util.h"
+#include "kernels/fp16.h"
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
+
+namespace smartgen::kernels {
+namespace {
+
+using gguf::GgmlType;
+
+// Turns the int8 path on for one scope.
+struct FastDotOn {
+  FastDotOn() { SetFastDot(true); }
+  ~FastDotOn() { SetFastDot(false); }
+};
+
+struct Q8Matrix {
+  std::vector<std::byte> bytes;
+  std::vector<float> dequantized;  // rows x cols
+  std::int64_t rows, cols;
+};
+
+Q8Matrix RandomQ8(std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
+  Q8Matrix m{std::vector<std::byte>(gguf::RowBytes(GgmlType::kQ8_0, cols) * rows), {}, rows, cols};
+  const std::size_t rb = gguf::RowBytes(GgmlType::kQ8_0, cols);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::vector<float> row = testing::RandomVector(rng, cols);
+    EXPECT_TRUE(QuantizeRow(GgmlType::kQ8_0, row.data(), m.bytes.data() + r * rb, cols));
+    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(m.bytes.data() + r * rb);
+    for (std::int64_t b = 0; b < cols / kQK8_0; ++b) {
+      for (int j = 0; j < kQK8_0; ++j) m.dequantized.push_back(F16ToF32(blocks[b].d) * blocks[b].qs[j]);
+    }
+  }
+  return m;
+}
+
+const std::int64_t kShapes[][2] = {{1, 32}, {7, 64}, {33, 96}, {64, 576}, {130, 1536}, {5, 4864}};
+
+TEST(FastDotQ8, ScalarTwinIsWithinTheActivationRounding) {
+  std::mt19937 rng(3);
+  const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
+  for (const auto& [rows, cols] : kShapes) {
+    const Q8Matrix w = RandomQ8(rng, rows, cols);
+    const std::vector<float> x = testing::RandomVector(rng, cols);
+    std::vector<float> got(rows), exact(rows);
+    ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kQ8_0, w.bytes.data(), rows, cols, x.data(),
+                                     exact.data(), nullptr));
+    {
+      FastDotOn on;
+      ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kQ8_0, w.bytes.data(), rows, cols,
+                                       x.data(), got.data(), nullptr));
+    }
+    // Each activation moves by at most half its block's step d = max|x| / 127.
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double bound = 1e-4;
+      for (std::int64_t b = 0; b < cols / kQK8_0; ++b) {
+        float amax = 0;
+        for (int j = 0; j < kQK8_0; ++j) amax = std::max(amax, std::fabs(x[b * kQK8_0 + j]));
+        for (int j = 0; j < kQK8_0; ++j) {
+          bound += std::fabs(w.dequantized[r * cols + b * kQK8_0 + j]) * (amax / 127.0) * 0.5;
+        }
+      }
+      EXPECT_LE(std::fabs(got[r] - exact[r]), bound) << rows << "x" << cols << " row " << r;
+      EXPECT_NE(got[r], exact[r]) << "the int8 path was not taken";
+    }
+  }
+}
+
+TEST(FastDotQ8, VnniKernelEqualsTheScalarTwin) {
+  const core::CpuFeatures& f = core::GetCpuFeatures();
+  if (!f.HasAvx512() || !f.avx512vnni) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  std::mt19937 rng(4);
+  core::ThreadPool pool(2);
+  const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
+  const auto* avx512 = internal::GetKernelTable(internal::Isa::kAvx512);
+  ASSERT_NE(avx512, nullptr);
+  FastDotOn on;
+  for (const auto& [rows, cols] : kShapes) {
+    const Q8Matrix w = RandomQ8(rng, rows, cols);
+    const std::vector<float> x = testing::RandomVector(rng, cols);
+    std::vector<float> want(rows), got(rows, -1e30f);
+    ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kQ8_0, w.bytes.data(), rows, cols, x.data(),
+                                     want.data(), nullptr));
+    ASSERT_TRUE(internal::MatVecWith(*avx512, GgmlType::kQ8_0, w.bytes.data(), rows, cols, x.data(),
+                                     got.data(), &pool));
+    // Same integer dots; only the order of the f32 block sums differs.
+    EXPECT_LT(testing::MaxRelError(got.data(), want.data(), rows), 1e-5) << rows << "x" << cols;
+  }
+  EXPECT_TRUE(FastDotActive(GgmlType::kQ8_0) || internal::ActiveKernels().isa != internal::Isa::kAvx512);
+}
+
+TEST(FastDotQ8, OffByDefaultAndSwitchesBack) {
+  EXPECT_FALSE(FastDotActive(GgmlType::kQ8_0));
+  std::mt19937 rng(5);
+  const Q8Matrix w = RandomQ8(rng, 9, 256);
+  const std::vector<float> x = testing::RandomVector(rng, 256);
+  std::vector<float> before(9), after(9), want(9);
+  const WeightView view{GgmlType::kQ8_0, w.bytes.data(), 9, 256};
+  MatVecReference(view, x.data(), want.data());
+  MatVec(view, x.data(), before.data(), nullptr);
+  { FastDotOn on; }
+  MatVec(view, x.data(), after.data(), nullptr);
+  EXPECT_EQ(before, after);
+  EXPECT_LT(testing::MaxRelError(after.data(), want.data(), 9), 1e-5);
+}
+
+struct Bf16Matrix {
+  std::vector<std::byte> bytes;
+  std::vector<float> values;  // rows x cols, exactly the stored bf16
+};
+
+Bf16Matrix RandomBf16(std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
+  Bf16Matrix m{std::vector<std::byte>(static_cast<std::size_t>(rows * cols) * 2), {}};
+  const std::vector<float> v = testing::RandomVector(rng, static_cast<std::size_t>(rows * cols));
+  EXPECT_TRUE(QuantizeRow(GgmlType::kBF16, v.data(), m.bytes.data(), rows * cols));
+  const auto* h = reinterpret_cast<const bf16_t*>(m.bytes.data());
+  for (std::int64_t i = 0; i < rows * cols; ++i) m.values.push_back(Bf16ToF32(h[i]));
+  return m;
+}
+
+TEST(FastDotBf16, ScalarTwinIsWithinTheActivationRounding) {
+  std::mt19937 rng(6);
+  const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
+  for (const auto& [rows, cols] : kShapes) {
+    const Bf16Matrix w = RandomBf16(rng, rows, cols);
+    const std::vector<float> x = testing::RandomVector(rng, cols);
+    std::vector<float> got(rows), exact(rows);
+    ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kBF16, w.bytes.data(), rows, cols, x.data(),
+                                     exact.data(), nullptr));
+    {
+      FastDotOn on;
+      ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kBF16, w.bytes.data(), rows, cols,
+                                       x.data(), got.data(), nullptr));
+    }
+    bool any_differs = false;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      // bf16 keeps 8 significant bits: each activation moves by at most 2^-9 of itself.
+      double bound = 1e-4;
+      for (std::int64_t k = 0; k < cols; ++k) bound += std::fabs(w.values[r * cols + k] * x[k]) / 512.0;
+      EXPECT_LE(std::fabs(got[r] - exact[r]), bound) << rows << "x" << cols << " row " << r;
+      any_differs = any_differs || got[r] != exact[r];
+    }
+    EXPECT_TRUE(any_differs) << "the bf16 path was not taken";
+  }
+}
+
+TEST(FastDotBf16, Avx512Bf16KernelEqualsTheScalarTwin) {
+  const core::CpuFeatures& f = core::GetCpuFeatures();
+  if (!f.HasAvx512() || !f.avx512bf16) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  std::mt19937 rng(7);
+  core::ThreadPool pool(2);
+  const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
+  const auto* avx512 = internal::GetKernelTable(internal::Isa::kAvx512);
+  ASSERT_NE(avx512, nullptr);
+  FastDotOn on;
+  for (const auto& [rows, cols] : kShapes) {
+    const Bf16Matrix w = RandomBf16(rng, rows, cols);
+    const std::vector<float> x = testing::RandomVector(rng, cols);
+    std::vector<float> want(rows), got(rows, -1e30f);
+    ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kBF16, w.bytes.data(), rows, cols, x.data(),
+                                     want.data(), nullptr));
+    ASSERT_TRUE(internal::MatVecWith(*avx512, GgmlType::kBF16, w.bytes.data(), rows, cols, x.data(),
+                                     got.data(), &pool));
+    // The same bf16 products; vdpbf16ps sums pairs and lanes in another order.
+    EXPECT_LT(testing::MaxRelError(got.data(), want.data(), rows), 1e-5) << rows << "x" << cols;
+  }
+  EXPECT_TRUE(FastDotActive(GgmlType::kBF16) || internal::ActiveKernels().isa != internal::Isa::kAvx512);
+}
+
+}  // namespace
+}  // namespace smartgen::kernels
