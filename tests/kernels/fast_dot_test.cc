@@ -45,12 +45,12 @@ Q8Matrix RandomQ8(std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
   return m;
 }
 
-const std::int64_t kShapes[][2] = {{1, 32}, {7, 64}, {33, 96}, {64, 576}, {130, 1536}, {5, 4864}};
+const std::int64_t kDotShapes[][2] = {{1, 32}, {7, 64}, {33, 96}, {64, 576}, {130, 1536}, {5, 4864}};
 
 TEST(FastDotQ8, ScalarTwinIsWithinTheActivationRounding) {
   std::mt19937 rng(3);
   const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
-  for (const auto& [rows, cols] : kShapes) {
+  for (const auto& [rows, cols] : kDotShapes) {
     const Q8Matrix w = RandomQ8(rng, rows, cols);
     const std::vector<float> x = testing::RandomVector(rng, cols);
     std::vector<float> got(rows), exact(rows);
@@ -86,7 +86,7 @@ TEST(FastDotQ8, VnniKernelEqualsTheScalarTwin) {
   const auto* avx512 = internal::GetKernelTable(internal::Isa::kAvx512);
   ASSERT_NE(avx512, nullptr);
   FastDotOn on;
-  for (const auto& [rows, cols] : kShapes) {
+  for (const auto& [rows, cols] : kDotShapes) {
     const Q8Matrix w = RandomQ8(rng, rows, cols);
     const std::vector<float> x = testing::RandomVector(rng, cols);
     std::vector<float> want(rows), got(rows, -1e30f);
@@ -132,7 +132,7 @@ Bf16Matrix RandomBf16(std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
 TEST(FastDotBf16, ScalarTwinIsWithinTheActivationRounding) {
   std::mt19937 rng(6);
   const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
-  for (const auto& [rows, cols] : kShapes) {
+  for (const auto& [rows, cols] : kDotShapes) {
     const Bf16Matrix w = RandomBf16(rng, rows, cols);
     const std::vector<float> x = testing::RandomVector(rng, cols);
     std::vector<float> got(rows), exact(rows);
@@ -164,7 +164,7 @@ TEST(FastDotBf16, Avx512Bf16KernelEqualsTheScalarTwin) {
   const auto* avx512 = internal::GetKernelTable(internal::Isa::kAvx512);
   ASSERT_NE(avx512, nullptr);
   FastDotOn on;
-  for (const auto& [rows, cols] : kShapes) {
+  for (const auto& [rows, cols] : kDotShapes) {
     const Bf16Matrix w = RandomBf16(rng, rows, cols);
     const std::vector<float> x = testing::RandomVector(rng, cols);
     std::vector<float> want(rows), got(rows, -1e30f);

@@ -19,9 +19,9 @@
 namespace smartgen::node {
 namespace {
 
-constexpr std::uint64_t kModelSeed = 11;
-std::string TinyModelPath() { return testing::SmallModelPath(kModelSeed); }
-NodeConfig BaseConfig(const std::string& name) { return testing::SmallNodeConfig(name, kModelSeed); }
+constexpr std::uint64_t kDeploymentModelSeed = 11;
+std::string TinyModelPath() { return testing::SmallModelPath(kDeploymentModelSeed); }
+NodeConfig BaseConfig(const std::string& name) { return testing::SmallNodeConfig(name, kDeploymentModelSeed); }
 
 std::vector<std::int32_t> Prompt(int n, int salt) {
   std::vector<std::int32_t> p(n);

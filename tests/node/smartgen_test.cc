@@ -21,9 +21,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::uint64_t kModelSeed = 21;
-std::string ModelPath() { return testing::SmallModelPath(kModelSeed); }
-NodeConfig Config(const std::string& name) { return testing::SmallNodeConfig(name, kModelSeed); }
+constexpr std::uint64_t kSmartgenModelSeed = 21;
+std::string ModelPath() { return testing::SmallModelPath(kSmartgenModelSeed); }
+NodeConfig Config(const std::string& name) { return testing::SmallNodeConfig(name, kSmartgenModelSeed); }
 
 std::vector<std::int32_t> SmartgenPrompt(int n, int salt) {
   std::vector<std::int32_t> p(n);
