@@ -122,6 +122,16 @@ void Forward::EnsureScratch(std::int64_t n) {
   scratch_tokens_ = n;
 }
 
+Status Forward::RunOne(kv::SequenceKv* kv, std::span<const std::int32_t> tokens,
+                       std::vector<float>* logits) {
+  ForwardChunk chunk;
+  chunk.kv = kv;
+  chunk.tokens = tokens;
+  chunk.logits = logits;
+  ForwardChunk chunks[1] = {chunk};
+  return Run(chunks);
+}
+
 Status Forward::Run(std::span<ForwardChunk> chunks) {
   SG_RETURN_IF_ERROR(Validate(chunks));
   const ModelConfig& c = model_.config();

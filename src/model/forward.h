@@ -68,6 +68,9 @@ class Forward {
   // geometry): on error nothing is changed. On success each chunk's kv->n_tokens() has grown
   // by its token count and its logits are filled.
   Status Run(std::span<ForwardChunk> chunks);
+  // Run of one chunk without hooks: feeds `tokens` to `kv` (a prefill, or one decode step);
+  // `logits` may be null.
+  Status RunOne(kv::SequenceKv* kv, std::span<const std::int32_t> tokens, std::vector<float>* logits);
 
  private:
   Status Validate(std::span<ForwardChunk> chunks) const;

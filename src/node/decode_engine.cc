@@ -156,12 +156,7 @@ void DecodeEngine::Admit(std::vector<std::unique_ptr<Seq>>* waiting) {
 bool DecodeEngine::PrefillLocally(Seq& s) {
   s.prefilled_locally = true;
   s.job.kv->set_n_tokens(0);
-  model::ForwardChunk chunk;
-  chunk.kv = s.job.kv;
-  chunk.tokens = s.job.prompt;
-  chunk.logits = &s.logits;
-  model::ForwardChunk chunks[1] = {chunk};
-  const Status st = forward_->Run(chunks);
+  const Status st = forward_->RunOne(s.job.kv, s.job.prompt, &s.logits);
   if (!st.ok()) {
     Finish(s, st, "");
     return false;

@@ -200,11 +200,7 @@ Status DecodeNode::RecomputeMissing(Request& r) {
   fallbacks_->Increment();
   SG_LOG_WARN("decode", "request {}: KV link lost mid-decode; recomputing the missing KV", id);
   kv::SequenceKv scratch(rt_.blocks.get());
-  model::ForwardChunk chunk;
-  chunk.kv = &scratch;
-  chunk.tokens = r.call.prompt;
-  model::ForwardChunk chunks[1] = {chunk};
-  SG_RETURN_IF_ERROR(recompute_forward_->Run(chunks));
+  SG_RETURN_IF_ERROR(recompute_forward_->RunOne(&scratch, r.call.prompt, nullptr));
   kv::Residency& residency = r.entry->residency;
   const kv::KvGeometry& g = rt_.blocks->geometry();
   for (int l = 0; l < g.n_layers; ++l) {

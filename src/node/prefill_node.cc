@@ -51,14 +51,8 @@ Status PrefillNode::Warmup(std::int64_t n_tokens) {
   std::vector<std::int32_t> tokens(static_cast<std::size_t>(n_tokens));
   for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>((i * 7919 + 13) % vocab);
   kv::SequenceKv seq(rt_.blocks.get());
-  std::vector<float> logits;
-  model::ForwardChunk chunk;
-  chunk.kv = &seq;
-  chunk.tokens = tokens;
-  chunk.logits = &logits;
-  model::ForwardChunk chunks[1] = {chunk};
   core::Stopwatch watch;
-  SG_RETURN_IF_ERROR(rt_.forward->Run(chunks).WithContext("start-up prefill"));
+  SG_RETURN_IF_ERROR(rt_.forward->RunOne(&seq, tokens, nullptr).WithContext("start-up prefill"));
   RecordPrefill(n_tokens, watch.ElapsedSeconds());
   SG_LOG_INFO("prefill", "{}: start-up prefill of {} tokens took {:.0f} ms", config_.name, n_tokens,
               watch.ElapsedMillis());

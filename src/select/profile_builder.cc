@@ -161,12 +161,7 @@ Status ProfileBuilder::AddPrompt(std::span<const std::int32_t> prompt) {
   const std::int64_t n_prefill = n - replay;
   kv::SequenceKv seq(&blocks_);
   std::vector<float> logits;
-  model::ForwardChunk chunk;
-  chunk.kv = &seq;
-  chunk.tokens = prompt.first(n_prefill);
-  chunk.logits = &logits;
-  model::ForwardChunk chunks[1] = {chunk};
-  SG_RETURN_IF_ERROR(forward_.Run(chunks));
+  SG_RETURN_IF_ERROR(forward_.RunOne(&seq, prompt.first(n_prefill), &logits));
   std::vector<LayerSummaries> summaries;
   for (int l = 0; l < c.n_layers; ++l)
     summaries.push_back(LayerSummaries::Build(seq, l, n_prefill));

@@ -103,12 +103,7 @@ Status ExtendPrompts(model::Forward& forward, kv::BlockPool& blocks, const Exten
     std::span<const std::int32_t> feed = p.tokens;
     std::int32_t next = 0;
     while (true) {
-      model::ForwardChunk c;
-      c.kv = &seq;
-      c.tokens = feed;
-      c.logits = &logits;
-      model::ForwardChunk cs[1] = {c};
-      SG_RETURN_IF_ERROR(forward.Run(cs));
+      SG_RETURN_IF_ERROR(forward.RunOne(&seq, feed, &logits));
       for (std::int32_t e : tok.eog_ids()) logits[e] = -std::numeric_limits<float>::infinity();
       next = sampler.Sample(logits);
       p.tokens.push_back(next);

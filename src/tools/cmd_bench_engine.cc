@@ -138,13 +138,8 @@ Status BenchEngine(const BenchEngineOptions& o) {
     for (int r = 0; r < o.reps; ++r) {
       kv::SequenceKv seq(e.blocks.get());
       std::vector<float> logits;
-      model::ForwardChunk chunk;
-      chunk.kv = &seq;
-      chunk.tokens = prompt;
-      chunk.logits = &logits;
-      model::ForwardChunk chunks[1] = {chunk};
       core::Stopwatch watch;
-      SG_RETURN_IF_ERROR(e.forward->Run(chunks));
+      SG_RETURN_IF_ERROR(e.forward->RunOne(&seq, prompt, &logits));
       rates.push_back(static_cast<double>(n) / watch.ElapsedSeconds());
     }
     const double prefill_tok_s = Pick(rates, o.stat);
