@@ -79,12 +79,7 @@ TEST(SyntheticModel, EveryQuantizedTypeLoadsAndGivesFiniteLogits) {
     kv::SequenceKv seq(&blocks);
     std::vector<std::int32_t> tokens = {3, 40, 77, 120, 9};
     std::vector<float> logits;
-    ForwardChunk c;
-    c.kv = &seq;
-    c.tokens = tokens;
-    c.logits = &logits;
-    ForwardChunk cs[1] = {c};
-    ASSERT_TRUE(forward.Run(cs).ok()) << type;
+    ASSERT_TRUE(forward.RunOne(&seq, tokens, &logits).ok()) << type;
     ASSERT_EQ(logits.size(), std::size_t(FindPreset("small")->n_vocab)) << type;
     for (float v : logits) ASSERT_TRUE(std::isfinite(v)) << type;
   }
