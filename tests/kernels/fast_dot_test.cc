@@ -77,27 +77,34 @@ TEST(FastDotQ8, ScalarTwinIsWithinTheActivationRounding) {
   }
 }
 
-TEST(FastDotQ8, VnniKernelEqualsTheScalarTwin) {
-  const core::CpuFeatures& f = core::GetCpuFeatures();
-  if (!f.HasAvx512() || !f.avx512vnni) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
-  std::mt19937 rng(4);
+// The AVX-512 table's fast-dot MatVec of `type` against the scalar twin on every shape, with
+// weights from `bytes_of(rng, rows, cols)`. Only the order of the f32 sums differs.
+template <typename MakeBytes>
+void ExpectAvx512EqualsTwin(GgmlType type, std::uint32_t seed, MakeBytes bytes_of) {
+  std::mt19937 rng(seed);
   core::ThreadPool pool(2);
   const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
   const auto* avx512 = internal::GetKernelTable(internal::Isa::kAvx512);
   ASSERT_NE(avx512, nullptr);
   FastDotOn on;
   for (const auto& [rows, cols] : kDotShapes) {
-    const Q8Matrix w = RandomQ8(rng, rows, cols);
+    const std::vector<std::byte> w = bytes_of(rng, rows, cols);
     const std::vector<float> x = testing::RandomVector(rng, cols);
     std::vector<float> want(rows), got(rows, -1e30f);
-    ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kQ8_0, w.bytes.data(), rows, cols, x.data(),
-                                     want.data(), nullptr));
-    ASSERT_TRUE(internal::MatVecWith(*avx512, GgmlType::kQ8_0, w.bytes.data(), rows, cols, x.data(),
-                                     got.data(), &pool));
-    // Same integer dots; only the order of the f32 block sums differs.
+    ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.data(), rows, cols, x.data(), want.data(), nullptr));
+    ASSERT_TRUE(internal::MatVecWith(*avx512, type, w.data(), rows, cols, x.data(), got.data(), &pool));
     EXPECT_LT(testing::MaxRelError(got.data(), want.data(), rows), 1e-5) << rows << "x" << cols;
   }
-  EXPECT_TRUE(FastDotActive(GgmlType::kQ8_0) || internal::ActiveKernels().isa != internal::Isa::kAvx512);
+  EXPECT_TRUE(FastDotActive(type) || internal::ActiveKernels().isa != internal::Isa::kAvx512);
+}
+
+TEST(FastDotQ8, VnniKernelEqualsTheScalarTwin) {
+  const core::CpuFeatures& f = core::GetCpuFeatures();
+  if (!f.HasAvx512() || !f.avx512vnni) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  // The same integer dots; vpdpbusd sums the scaled blocks in another order.
+  ExpectAvx512EqualsTwin(GgmlType::kQ8_0, 4, [](std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
+    return RandomQ8(rng, rows, cols).bytes;
+  });
 }
 
 TEST(FastDotQ8, OffByDefaultAndSwitchesBack) {
@@ -158,24 +165,10 @@ TEST(FastDotBf16, ScalarTwinIsWithinTheActivationRounding) {
 TEST(FastDotBf16, Avx512Bf16KernelEqualsTheScalarTwin) {
   const core::CpuFeatures& f = core::GetCpuFeatures();
   if (!f.HasAvx512() || !f.avx512bf16) GTEST_SKIP() << "this CPU has no AVX512-BF16";
-  std::mt19937 rng(7);
-  core::ThreadPool pool(2);
-  const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
-  const auto* avx512 = internal::GetKernelTable(internal::Isa::kAvx512);
-  ASSERT_NE(avx512, nullptr);
-  FastDotOn on;
-  for (const auto& [rows, cols] : kDotShapes) {
-    const Bf16Matrix w = RandomBf16(rng, rows, cols);
-    const std::vector<float> x = testing::RandomVector(rng, cols);
-    std::vector<float> want(rows), got(rows, -1e30f);
-    ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kBF16, w.bytes.data(), rows, cols, x.data(),
-                                     want.data(), nullptr));
-    ASSERT_TRUE(internal::MatVecWith(*avx512, GgmlType::kBF16, w.bytes.data(), rows, cols, x.data(),
-                                     got.data(), &pool));
-    // The same bf16 products; vdpbf16ps sums pairs and lanes in another order.
-    EXPECT_LT(testing::MaxRelError(got.data(), want.data(), rows), 1e-5) << rows << "x" << cols;
-  }
-  EXPECT_TRUE(FastDotActive(GgmlType::kBF16) || internal::ActiveKernels().isa != internal::Isa::kAvx512);
+  // The same bf16 products; vdpbf16ps sums pairs and lanes in another order.
+  ExpectAvx512EqualsTwin(GgmlType::kBF16, 7, [](std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
+    return RandomBf16(rng, rows, cols).bytes;
+  });
 }
 
 }  // namespace

@@ -61,18 +61,10 @@ class Deployment : public ::testing::Test {
   Result<std::vector<std::int32_t>> Run(const std::string& mode, const std::vector<std::int32_t>& prompt,
                                         int max_tokens, model::SamplingParams sampling = {},
                                         RouteResult* result = nullptr) {
-    RouteRequest rq;
-    rq.prompt = prompt;
-    rq.max_tokens = max_tokens;
+    RouteRequest rq = testing::TestRequest(mode, prompt, max_tokens);
     rq.sampling = sampling;
-    rq.mode = mode;
-    rq.stop_at_eog = false;
-    rq.deadline = core::Deadline::After(core::Seconds(60));
     std::vector<std::int32_t> out;
-    auto r = router_->Generate(rq, [&](std::int32_t t) {
-      out.push_back(t);
-      return true;
-    });
+    auto r = testing::GenerateTokens(*router_, rq, &out);
     if (!r.ok()) return r.status();
     if (result) *result = *r;
     return out;
@@ -81,16 +73,7 @@ class Deployment : public ::testing::Test {
   // The same request in one process, without any node.
   std::vector<std::int32_t> Reference(const std::vector<std::int32_t>& prompt, int max_tokens,
                                       model::SamplingParams sampling = {}) {
-    auto m = model::Model::Load(TinyModelPath());
-    core::ThreadPool pool(1);
-    model::Forward forward(**m, &pool);
-    kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32), 1 << 14);
-    kv::SequenceKv seq(&blocks);
-    model::GenerateOptions g;
-    g.max_tokens = max_tokens;
-    g.sampling = sampling;
-    g.stop_at_eog = false;
-    return *model::Generate(forward, seq, prompt, g);
+    return testing::ReferenceTokens(TinyModelPath(), prompt, max_tokens, sampling);
   }
 
   std::vector<std::unique_ptr<PrefillNode>> prefills_;

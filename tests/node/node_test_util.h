@@ -8,9 +8,17 @@
 
 #include <gtest/gtest.h>
 
+#include "core/result.h"
+#include "core/thread_pool.h"
+#include "kv/block_pool.h"
+#include "kv/sequence_kv.h"
+#include "model/forward.h"
+#include "model/generate.h"
+#include "model/model.h"
 #include "model/presets.h"
 #include "model/synthetic_model.h"
 #include "node/node_config.h"
+#include "node/router.h"
 
 namespace smartgen::node::testing {
 
@@ -39,6 +47,45 @@ inline NodeConfig SmallNodeConfig(const std::string& name, std::uint64_t model_s
   c.kv_capacity_tokens = 8192;
   c.kv_dtype = "f32";
   return c;
+}
+
+// A request through the router with EOG ignored and a 60 s deadline; the tokens as streamed.
+inline RouteRequest TestRequest(const std::string& mode, const std::vector<std::int32_t>& prompt,
+                                int max_tokens) {
+  RouteRequest rq;
+  rq.prompt = prompt;
+  rq.max_tokens = max_tokens;
+  rq.mode = mode;
+  rq.stop_at_eog = false;
+  rq.deadline = core::Deadline::After(core::Seconds(60));
+  return rq;
+}
+inline Result<RouteResult> GenerateTokens(Router& router, const RouteRequest& rq,
+                                          std::vector<std::int32_t>* out) {
+  return router.Generate(rq, [out](std::int32_t t) {
+    out->push_back(t);
+    return true;
+  });
+}
+
+// The same request in one process, without any node: the tokens every mode must reproduce.
+inline std::vector<std::int32_t> ReferenceTokens(const std::string& model_path,
+                                                 const std::vector<std::int32_t>& prompt,
+                                                 int max_tokens, model::SamplingParams sampling = {}) {
+  auto m = model::Model::Load(model_path);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (!m.ok()) return {};
+  core::ThreadPool pool(1);
+  model::Forward forward(**m, &pool);
+  kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32), 1 << 14);
+  kv::SequenceKv seq(&blocks);
+  model::GenerateOptions g;
+  g.max_tokens = max_tokens;
+  g.sampling = sampling;
+  g.stop_at_eog = false;
+  auto out = model::Generate(forward, seq, prompt, g);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return out.ok() ? *out : std::vector<std::int32_t>{};
 }
 
 }  // namespace smartgen::node::testing

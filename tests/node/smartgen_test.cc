@@ -56,33 +56,17 @@ class SmartgenDeployment : public ::testing::Test {
 
   Result<std::vector<std::int32_t>> Run(const std::string& mode, const std::vector<std::int32_t>& prompt,
                                         int max_tokens, const json& options, json* stats = nullptr) {
-    RouteRequest rq;
-    rq.prompt = prompt;
-    rq.max_tokens = max_tokens;
-    rq.mode = mode;
+    RouteRequest rq = testing::TestRequest(mode, prompt, max_tokens);
     rq.options = options;
-    rq.stop_at_eog = false;
-    rq.deadline = core::Deadline::After(core::Seconds(60));
     std::vector<std::int32_t> out;
-    auto r = router_->Generate(rq, [&](std::int32_t t) {
-      out.push_back(t);
-      return true;
-    });
+    auto r = testing::GenerateTokens(*router_, rq, &out);
     if (!r.ok()) return r.status();
     if (stats) *stats = r->stats;
     return out;
   }
 
   std::vector<std::int32_t> Reference(const std::vector<std::int32_t>& prompt, int max_tokens) {
-    auto m = model::Model::Load(ModelPath());
-    core::ThreadPool pool(1);
-    model::Forward forward(**m, &pool);
-    kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32), 1 << 14);
-    kv::SequenceKv seq(&blocks);
-    model::GenerateOptions g;
-    g.max_tokens = max_tokens;
-    g.stop_at_eog = false;
-    return *model::Generate(forward, seq, prompt, g);
+    return testing::ReferenceTokens(ModelPath(), prompt, max_tokens);
   }
 
   std::unique_ptr<PrefillNode> prefill_;
