@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "node/router.h"
+#include "node/router/router.h"
 #include "server/completion_backend.h"
 
 namespace smartgen::server {

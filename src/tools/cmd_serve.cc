@@ -13,9 +13,9 @@
 #include <fmt/ranges.h>
 
 #include "core/log.h"
-#include "node/decode_node.h"
-#include "node/prefill_node.h"
-#include "node/router.h"
+#include "node/decode/decode_node.h"
+#include "node/prefill/prefill_node.h"
+#include "node/router/router.h"
 #include "server/http_server.h"
 #include "server/model_backend.h"
 #include "tools/commands.h"

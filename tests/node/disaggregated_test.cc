@@ -11,9 +11,9 @@
 #include "kv/block_pool.h"
 #include "model/generate.h"
 #include "model/synthetic_model.h"
-#include "node/decode_node.h"
-#include "node/prefill_node.h"
-#include "node/router.h"
+#include "node/decode/decode_node.h"
+#include "node/prefill/prefill_node.h"
+#include "node/router/router.h"
 #include "node_test_util.h"
 
 namespace smartgen::node {

@@ -17,8 +17,8 @@
 #include "model/model.h"
 #include "model/presets.h"
 #include "model/synthetic_model.h"
-#include "node/node_config.h"
-#include "node/router.h"
+#include "node/common/node_config.h"
+#include "node/router/router.h"
 
 namespace smartgen::node::testing {
 

@@ -12,9 +12,9 @@
 #include <gtest/gtest.h>
 
 #include "model/synthetic_model.h"
-#include "node/decode_node.h"
-#include "node/prefill_node.h"
-#include "node/router.h"
+#include "node/decode/decode_node.h"
+#include "node/prefill/prefill_node.h"
+#include "node/router/router.h"
 #include "server/http_server.h"
 #include "server/router_backend.h"
 #include "test_util.h"

@@ -1,4 +1,4 @@
-#include "node/smartgen_options.h"
+#include "node/common/smartgen_options.h"
 
 namespace smartgen::node {
 

@@ -1,4 +1,4 @@
-#include "node/transfer_mode.h"
+#include "node/common/transfer_mode.h"
 
 namespace smartgen::node {
 

@@ -1,4 +1,4 @@
-#include "node/smartgen_messages.h"
+#include "node/common/smartgen_messages.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "node/smartgen_decode.h"
+#include "node/decode/smartgen_session.h"
 
 #include <algorithm>
 #include <cmath>

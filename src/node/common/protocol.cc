@@ -1,4 +1,4 @@
-#include "node/protocol.h"
+#include "node/common/protocol.h"
 
 namespace smartgen::node {
 namespace {

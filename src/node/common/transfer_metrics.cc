@@ -1,4 +1,4 @@
-#include "node/transfer_metrics.h"
+#include "node/common/transfer_metrics.h"
 
 #include "core/metrics.h"
 

@@ -1,7 +1,7 @@
-#include "node/http_rpc.h"
+#include "node/common/http_rpc.h"
 
-#include "node/node_config.h"
-#include "node/protocol.h"
+#include "node/common/node_config.h"
+#include "node/common/protocol.h"
 
 namespace smartgen::node {
 namespace {

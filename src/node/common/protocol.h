@@ -19,7 +19,7 @@
 
 #include "core/result.h"
 #include "model/sampler.h"
-#include "node/transfer_mode.h"
+#include "node/common/transfer_mode.h"
 
 namespace smartgen::node {
 

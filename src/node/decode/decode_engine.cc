@@ -1,4 +1,4 @@
-#include "node/decode_engine.h"
+#include "node/decode/decode_engine.h"
 
 #include <algorithm>
 

@@ -30,12 +30,12 @@
 
 #include "core/metrics.h"
 #include "core/result.h"
-#include "node/decode_engine.h"
-#include "node/decode_kv_store.h"
-#include "node/http_rpc.h"
-#include "node/node_config.h"
-#include "node/protocol.h"
-#include "node/smartgen_decode.h"
+#include "node/decode/decode_engine.h"
+#include "node/decode/decode_kv_store.h"
+#include "node/common/http_rpc.h"
+#include "node/common/node_config.h"
+#include "node/common/protocol.h"
+#include "node/decode/smartgen_session.h"
 #include "transfer/endpoint.h"
 
 namespace smartgen::node {

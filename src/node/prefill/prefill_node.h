@@ -30,11 +30,11 @@
 
 #include "core/metrics.h"
 #include "core/result.h"
-#include "node/http_rpc.h"
-#include "node/node_config.h"
-#include "node/prefill_kv_store.h"
-#include "node/protocol.h"
-#include "node/speculative_sender.h"
+#include "node/common/http_rpc.h"
+#include "node/common/node_config.h"
+#include "node/prefill/prefill_kv_store.h"
+#include "node/common/protocol.h"
+#include "node/prefill/speculative_sender.h"
 #include "transfer/endpoint.h"
 
 namespace smartgen::node {

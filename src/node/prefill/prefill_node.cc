@@ -1,12 +1,12 @@
-#include "node/prefill_node.h"
+#include "node/prefill/prefill_node.h"
 
 #include <bit>
 
 #include "core/log.h"
 #include "model/sampler.h"
-#include "node/smartgen_messages.h"
-#include "node/smartgen_prefill.h"
-#include "node/transfer_metrics.h"
+#include "node/common/smartgen_messages.h"
+#include "node/prefill/smartgen_prefill.h"
+#include "node/common/transfer_metrics.h"
 
 namespace smartgen::node {
 

@@ -1,9 +1,9 @@
-#include "node/smartgen_prefill.h"
+#include "node/prefill/smartgen_prefill.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "node/smartgen_messages.h"
+#include "node/common/smartgen_messages.h"
 
 namespace smartgen::node {
 

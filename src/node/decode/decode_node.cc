@@ -1,10 +1,10 @@
-#include "node/decode_node.h"
+#include "node/decode/decode_node.h"
 
 #include <cstring>
 
 #include "core/log.h"
-#include "node/smartgen_messages.h"
-#include "node/transfer_metrics.h"
+#include "node/common/smartgen_messages.h"
+#include "node/common/transfer_metrics.h"
 
 namespace smartgen::node {
 

@@ -31,9 +31,9 @@
 #include "core/result.h"
 #include "model/model.h"
 #include "model/sampler.h"
-#include "node/http_rpc.h"
-#include "node/protocol.h"
-#include "node/transfer_mode.h"
+#include "node/common/http_rpc.h"
+#include "node/common/protocol.h"
+#include "node/common/transfer_mode.h"
 
 namespace smartgen::node {
 

@@ -1,4 +1,4 @@
-#include "node/prefill_kv_store.h"
+#include "node/prefill/prefill_kv_store.h"
 
 namespace smartgen::node {
 

@@ -1,4 +1,4 @@
-#include "node/node_config.h"
+#include "node/common/node_config.h"
 
 #include "kernels/matmul.h"
 #include "transfer/transport_factory.h"

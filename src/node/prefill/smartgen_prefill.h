@@ -17,7 +17,7 @@
 #include "core/thread_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/model_config.h"
-#include "node/smartgen_options.h"
+#include "node/common/smartgen_options.h"
 #include "select/block_summary.h"
 #include "select/proactive.h"
 #include "select/profile.h"

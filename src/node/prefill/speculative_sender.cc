@@ -1,7 +1,7 @@
-#include "node/speculative_sender.h"
+#include "node/prefill/speculative_sender.h"
 
 #include "core/log.h"
-#include "node/smartgen_prefill.h"
+#include "node/prefill/smartgen_prefill.h"
 
 namespace smartgen::node {
 

@@ -1,4 +1,4 @@
-#include "node/router.h"
+#include "node/router/router.h"
 
 #include <condition_variable>
 #include <map>

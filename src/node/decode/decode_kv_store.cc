@@ -1,4 +1,4 @@
-#include "node/decode_kv_store.h"
+#include "node/decode/decode_kv_store.h"
 
 namespace smartgen::node {
 

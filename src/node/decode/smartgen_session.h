@@ -38,7 +38,7 @@
 #include "kv/residency.h"
 #include "kv/sequence_kv.h"
 #include "model/forward.h"
-#include "node/smartgen_options.h"
+#include "node/common/smartgen_options.h"
 #include "select/block_summary.h"
 #include "select/on_demand.h"
 #include "select/profile.h"
