@@ -21,6 +21,8 @@ GgmlTypeInfo GetTypeInfo(GgmlType type) {
     case GgmlType::kQ5_K: return {"q5_k", 256, 176, true};
     case GgmlType::kQ6_K: return {"q6_k", 256, 210, true};
     case GgmlType::kQ8_K: return {"q8_k", 256, 292, true};
+    case GgmlType::kIQ4_NL: return {"iq4_nl", 32, 18, true};
+    case GgmlType::kIQ4_XS: return {"iq4_xs", 256, 136, true};
     case GgmlType::kI8: return {"i8", 1, 1, true};
     case GgmlType::kI16: return {"i16", 1, 2, true};
     case GgmlType::kI32: return {"i32", 1, 4, true};
@@ -40,6 +42,14 @@ bool IsSupportedWeightType(GgmlType type) {
     case GgmlType::kQ4_0:
     case GgmlType::kQ4_K:
     case GgmlType::kQ6_K:
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_0:
+    case GgmlType::kQ5_1:
+    case GgmlType::kQ2_K:
+    case GgmlType::kQ3_K:
+    case GgmlType::kQ5_K:
+    case GgmlType::kIQ4_NL:
+    case GgmlType::kIQ4_XS:
       return true;
     default:
       return false;

@@ -31,6 +31,15 @@ std::int64_t VisibleTokens(const KvBlockRef& b, std::int64_t q_pos) {
   return std::clamp<std::int64_t>(q_pos - b.first_pos + 1, 0, b.n_tokens);
 }
 
+// The first token of `b` inside q_pos's sliding window (0 without a window).
+std::int64_t FirstInWindow(const AttentionParams& p, const KvBlockRef& b, std::int64_t q_pos) {
+  return std::clamp<std::int64_t>(WindowStart(p, q_pos) - b.first_pos, 0, b.n_tokens);
+}
+
+float SoftCap(const AttentionParams& p, float s) {
+  return p.softcap > 0.0f ? p.softcap * std::tanh(s / p.softcap) : s;
+}
+
 }  // namespace
 
 namespace internal::scalar {
@@ -48,11 +57,11 @@ void AttendBlocks(const AttentionParams& p, const float* q, std::int64_t q_pos,
     for (std::size_t bi = 0; bi < n_blocks; ++bi) {
       const KvBlockRef& b = blocks[bi];
       const std::int64_t nt = VisibleTokens(b, q_pos);
-      for (std::int64_t t = 0; t < nt; ++t) {
+      for (std::int64_t t = FirstInWindow(p, b, q_pos); t < nt; ++t) {
         LoadRow(b.k, p.dtype, hd, t, k);
         float s = 0.0f;
         for (int d = 0; d < hd; ++d) s += qh[d] * k[d];
-        s *= p.scale;
+        s = SoftCap(p, s * p.scale);
         LoadRow(b.v, p.dtype, hd, t, v);
         if (s > m) {  // rescale what was accumulated under the old max
           const float c = std::exp(m - s);
@@ -107,7 +116,7 @@ void AttendBlocksReference(const AttentionParams& p, const float* q, std::int64_
   std::vector<float> row(static_cast<std::size_t>(hd));
   for (const KvBlockRef& b : blocks) {
     const std::int64_t nt = VisibleTokens(b, q_pos);
-    for (std::int64_t t = 0; t < nt; ++t) {
+    for (std::int64_t t = FirstInWindow(p, b, q_pos); t < nt; ++t) {
       LoadRow(b.k, p.dtype, hd, t, row.data());
       keys.insert(keys.end(), row.begin(), row.end());
       LoadRow(b.v, p.dtype, hd, t, row.data());
@@ -128,7 +137,7 @@ void AttendBlocksReference(const AttentionParams& p, const float* q, std::int64_
     for (std::size_t j = 0; j < n; ++j) {
       float dot = 0.0f;
       for (int d = 0; d < hd; ++d) dot += qh[d] * keys[j * hd + d];
-      s[j] = dot * p.scale;
+      s[j] = SoftCap(p, dot * p.scale);
       m = std::max(m, s[j]);
     }
     double sum = 0.0;

@@ -4,8 +4,10 @@
 // arrive later, and a layer with every block present is plain dense attention.
 //
 // One call handles one KV head and the n_q query heads of its GQA group (they share K/V loads).
-// Scores are scale * q.k; masking is causal by position: key position p is attended by a query
-// at position qp only if p <= qp. All math in f32 with an online (streaming) softmax; keys are
+// Scores are scale * q.k (then softcap * tanh(score / softcap) when softcap > 0, Gemma 2's
+// attention soft-capping); masking is causal by position: key position p is attended by a
+// query at position qp only if p <= qp, and, with a sliding window (window > 0), only if
+// qp - p < window (Gemma's local layers: llama.cpp's LLAMA_SWA_TYPE_STANDARD). All math in f32 with an online (streaming) softmax; keys are
 // converted from the block dtype on load.
 #pragma once
 
@@ -34,7 +36,14 @@ struct AttentionParams {
   int n_q = 1;         // query heads in the group
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
   KvDType dtype = KvDType::kF32;
+  int window = 0;         // sliding window in positions; 0 = every earlier position
+  float softcap = 0.0f;   // attention logit soft-capping; 0 = none
 };
+
+// The first key position a query at q_pos attends under p's window (0 without one).
+inline std::int64_t WindowStart(const AttentionParams& p, std::int64_t q_pos) {
+  return p.window > 0 && q_pos - p.window + 1 > 0 ? q_pos - p.window + 1 : 0;
+}
 
 inline constexpr float kNoKeysLse = -std::numeric_limits<float>::infinity();
 

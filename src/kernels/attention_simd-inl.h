@@ -53,6 +53,22 @@ std::int64_t VisibleTokens(const KvBlockRef& b, std::int64_t q_pos) {
   return n < 0 ? 0 : (n > b.n_tokens ? b.n_tokens : n);
 }
 
+// The first token of `b` inside q_pos's sliding window (attention.h's WindowStart, which ISA
+// files must not call).
+std::int64_t FirstInWindow(const AttentionParams& p, const KvBlockRef& b, std::int64_t q_pos) {
+  if (p.window <= 0) return 0;
+  const std::int64_t n = q_pos - p.window + 1 - b.first_pos;
+  return n < 0 ? 0 : (n > b.n_tokens ? b.n_tokens : n);
+}
+
+// softcap * tanh(s / softcap), with tanh(y) = 1 - 2 / (e^(2y) + 1) (saturates to +-1 cleanly:
+// e^(2y) is +inf or 0 at the ends).
+V SoftCap(V s, float softcap) {
+  const V e = S::Exp(S::Mul(s, S::Set1(2.0f / softcap)));
+  const V t = S::Sub(S::Set1(1.0f), S::Div(S::Set1(2.0f), S::Add(e, S::Set1(1.0f))));
+  return S::Mul(t, S::Set1(softcap));
+}
+
 }  // namespace
 
 namespace {
@@ -130,7 +146,7 @@ void AttendBlocksT(const AttentionParams& p, const float* q, std::int64_t q_pos,
   for (std::size_t bi = 0; bi < n_blocks; ++bi) {
     const KvBlockRef& b = blocks[bi];
     const std::int64_t nt = VisibleTokens(b, q_pos);
-    for (std::int64_t t0 = 0; t0 < nt; t0 += kKt) {
+    for (std::int64_t t0 = FirstInWindow(p, b, q_pos); t0 < nt; t0 += kKt) {
       const int nk = static_cast<int>(nt - t0 < kKt ? nt - t0 : kKt);
       const float* kt = TileRows(b.k, p.dtype, hd, t0, nk, kbuf);
       const float* vt = TileRows(b.v, p.dtype, hd, t0, nk, vbuf);
@@ -143,6 +159,7 @@ void AttendBlocksT(const AttentionParams& p, const float* q, std::int64_t q_pos,
           for (int j = 0; j < kKt; ++j) part[j] = S::Fma(qv, S::Load(kt + j * hd + v * L), part[j]);
         }
         s[h] = S::ReduceLanes(part);
+        if (p.softcap > 0.0f) s[h] = SoftCap(s[h], p.softcap);
         if (nk < kKt) s[h] = S::SelectLess(S::Set1(nk - 0.5f), lane, S::Set1(kNegInf), s[h]);
       }
       // Online softmax: rescale by e^(m_old - m_new), accumulate e^(s - m_new).
@@ -235,13 +252,20 @@ void AttendCausal(const AttentionParams& p, const float* q, std::int64_t q_strid
       m[h] = neg_inf;
       l[h] = S::Zero();
     }
+    // With a sliding window, keys before first_key are outside every query's window, and keys
+    // before last_start are outside some.
+    const std::int64_t first_key = p.window > 0 ? pos0 - p.window + 1 : 0;
+    const std::int64_t last_start = p.window > 0 ? pos_last - p.window + 1 : 0;
+    const V window_rel = S::Sub(q_rel, S::Set1(static_cast<float>(p.window - 1)));
     for (std::size_t bi = 0; bi < n_blocks; ++bi) {
       const KvBlockRef& b = blocks[bi];
       for (std::int64_t t0 = 0; t0 < b.n_tokens; t0 += kKt) {
         const std::int64_t kp0 = b.first_pos + t0;
         if (kp0 > pos_last) break;  // this and later keys of the block are in every query's future
         const int nk = static_cast<int>(b.n_tokens - t0 < kKt ? b.n_tokens - t0 : kKt);
-        const bool masked = nk < kKt || kp0 + nk - 1 > pos0;
+        if (kp0 + nk - 1 < first_key) continue;  // before every query's window
+        const bool windowed = p.window > 0 && kp0 < last_start;
+        const bool masked = nk < kKt || kp0 + nk - 1 > pos0 || windowed;
         const float* kt = TileRows(b.k, p.dtype, hd, t0, nk, kbuf);
         const float* vt = TileRows(b.v, p.dtype, hd, t0, nk, vbuf);
         for (int h = 0; h < nq; ++h) {
@@ -252,11 +276,16 @@ void AttendCausal(const AttentionParams& p, const float* q, std::int64_t q_strid
             const V qv = S::Load(qh + d * L);
             for (int j = 0; j < kKt; ++j) acc[j] = S::Fma(S::Set1(kt[j * hd + d]), qv, acc[j]);
           }
+          if (p.softcap > 0.0f) {
+            for (int j = 0; j < kKt; ++j) acc[j] = SoftCap(acc[j], p.softcap);
+          }
           if (masked) {
             for (int j = 0; j < kKt; ++j) {
               // Key j hides from queries before it; padding keys (j >= nk) from everyone.
               const float k_rel = j < nk ? static_cast<float>(kp0 + j - pos0) : 1e30f;
               acc[j] = S::SelectLess(q_rel, S::Set1(k_rel), neg_inf, acc[j]);
+              // ... and from queries whose window starts after it.
+              if (windowed) acc[j] = S::SelectLess(S::Set1(k_rel), window_rel, neg_inf, acc[j]);
             }
           }
           V tile_max = acc[0];

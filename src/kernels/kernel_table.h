@@ -26,6 +26,9 @@ enum class GgmlType : std::uint32_t;
 namespace smartgen::kernels {
 struct MatJob;
 struct WeightView;
+// quant.h's exact dequantizer (scalar code), which ISA kernels call for the types they have no
+// fused kernel for.
+bool DequantizeRow(gguf::GgmlType type, const void* src, float* dst, std::int64_t n);
 }  // namespace smartgen::kernels
 
 namespace smartgen::kernels::internal {
@@ -35,8 +38,11 @@ inline constexpr int kNumIsas = 3;
 const char* IsaName(Isa isa);
 
 // Weight storage types the matrix kernels handle, as table indices.
-enum class WeightKind : int { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
-inline constexpr int kNumWeightKinds = 7;
+enum class WeightKind : int {
+  kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K,
+  kQ4_1, kQ5_0, kQ5_1, kQ2_K, kQ3_K, kQ5_K, kIQ4_NL, kIQ4_XS,
+};
+inline constexpr int kNumWeightKinds = 15;
 
 // y[r] = W[r] . x for r in [r0, r1). Rows of `cols` elements, `row_bytes` apart.
 using MatVecSig = void(const void* w, std::size_t row_bytes, std::int64_t cols, const float* x,
@@ -95,6 +101,10 @@ const KernelTable& ActiveKernels();
   namespace ns {                                                                              \
   MatVecSig MatVecF32, MatVecF16, MatVecBF16, MatVecQ8_0, MatVecQ4_0, MatVecQ4_K, MatVecQ6_K; \
   MatMulSig MatMulF32, MatMulF16, MatMulBF16, MatMulQ8_0, MatMulQ4_0, MatMulQ4_K, MatMulQ6_K; \
+  MatVecSig MatVecQ4_1, MatVecQ5_0, MatVecQ5_1, MatVecQ2_K, MatVecQ3_K, MatVecQ5_K;           \
+  MatVecSig MatVecIQ4_NL, MatVecIQ4_XS;                                                       \
+  MatMulSig MatMulQ4_1, MatMulQ5_0, MatMulQ5_1, MatMulQ2_K, MatMulQ3_K, MatMulQ5_K;           \
+  MatMulSig MatMulIQ4_NL, MatMulIQ4_XS;                                                       \
   AttendBlocksSig AttendBlocks;                                                               \
   AttendCausalSig AttendCausal;                                                               \
   RmsNormSig RmsNorm;                                                                         \
@@ -111,7 +121,7 @@ SMARTGEN_KERNELS_DECLARE_ISA(avx512)
 // until the next call with the same slot on this thread. Lives in a scalar translation unit.
 // Slots: 0 a scalar kernel's dequantized row, 1 GEMM packed panels, 2-3 matmul.cc's chunk
 // products before their epilogue (accumulate, SwiGLU), 4 the fast-dot kernels' rounded
-// activations, 5 free.
+// activations, 5 rows dequantized by DequantizeRow for the types without fused SIMD kernels.
 float* ThreadScratch(int slot, std::size_t n_floats);
 
 // Activations for integer dot products, quantized like ggml's quantize_row_q8_0: per 32 values

@@ -29,6 +29,22 @@ int KindIndex(gguf::GgmlType type) {
       return static_cast<int>(WeightKind::kQ4_K);
     case gguf::GgmlType::kQ6_K:
       return static_cast<int>(WeightKind::kQ6_K);
+    case gguf::GgmlType::kQ4_1:
+      return static_cast<int>(WeightKind::kQ4_1);
+    case gguf::GgmlType::kQ5_0:
+      return static_cast<int>(WeightKind::kQ5_0);
+    case gguf::GgmlType::kQ5_1:
+      return static_cast<int>(WeightKind::kQ5_1);
+    case gguf::GgmlType::kQ2_K:
+      return static_cast<int>(WeightKind::kQ2_K);
+    case gguf::GgmlType::kQ3_K:
+      return static_cast<int>(WeightKind::kQ3_K);
+    case gguf::GgmlType::kQ5_K:
+      return static_cast<int>(WeightKind::kQ5_K);
+    case gguf::GgmlType::kIQ4_NL:
+      return static_cast<int>(WeightKind::kIQ4_NL);
+    case gguf::GgmlType::kIQ4_XS:
+      return static_cast<int>(WeightKind::kIQ4_XS);
     default:
       return -1;
   }
@@ -240,6 +256,14 @@ SMARTGEN_SCALAR_KIND(Q8_0)
 SMARTGEN_SCALAR_KIND(Q4_0)
 SMARTGEN_SCALAR_KIND(Q4_K)
 SMARTGEN_SCALAR_KIND(Q6_K)
+SMARTGEN_SCALAR_KIND(Q4_1)
+SMARTGEN_SCALAR_KIND(Q5_0)
+SMARTGEN_SCALAR_KIND(Q5_1)
+SMARTGEN_SCALAR_KIND(Q2_K)
+SMARTGEN_SCALAR_KIND(Q3_K)
+SMARTGEN_SCALAR_KIND(Q5_K)
+SMARTGEN_SCALAR_KIND(IQ4_NL)
+SMARTGEN_SCALAR_KIND(IQ4_XS)
 #undef SMARTGEN_SCALAR_KIND
 }  // namespace scalar
 

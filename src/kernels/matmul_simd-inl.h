@@ -94,6 +94,7 @@ struct KindQ8_0 {
 };
 
 #include "kernels/quant_simd-inl.h"
+#include "kernels/quant_more_simd-inl.h"
 
 // ---- MatVec -------------------------------------------------------------------------------
 
@@ -146,7 +147,13 @@ void DotRowsQ8(const std::byte* w, std::size_t row_bytes, std::int64_t cols, con
 template <typename Kind, int R>
 void RowDots(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
              float* y) {
-  if constexpr (std::is_same_v<Kind, KindQ8_0>) {
+  if constexpr (kIsRowsKind<Kind>) {
+    float* buf = ThreadScratch(5, static_cast<std::size_t>(cols));
+    for (int i = 0; i < R; ++i) {
+      DequantizeRow(Kind::Type(), w + i * row_bytes, buf, cols);
+      DotRows<KindF32, 1>(reinterpret_cast<const std::byte*>(buf), 0, cols, x, y + i);
+    }
+  } else if constexpr (std::is_same_v<Kind, KindQ8_0>) {
     DotRowsQ8<R>(w, row_bytes, cols, x, y);
   } else if constexpr (std::is_same_v<Kind, KindQ4_0>) {
     DotRowsQ4_0<R>(w, row_bytes, cols, x, y);
@@ -154,6 +161,11 @@ void RowDots(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const
     DotRowsQ4_K<R>(w, row_bytes, cols, x, y);
   } else if constexpr (std::is_same_v<Kind, KindQ6_K>) {
     DotRowsQ6_K<R>(w, row_bytes, cols, x, y);
+  } else if constexpr (std::is_same_v<Kind, KindQ5_K>) {
+    DotRowsQ5_K<R>(w, row_bytes, cols, x, y);
+  } else if constexpr (std::is_same_v<Kind, KindQ4_1> || std::is_same_v<Kind, KindQ5_0> ||
+                       std::is_same_v<Kind, KindQ5_1>) {
+    DotRowsLegacy<Kind, R>(w, row_bytes, cols, x, y);
   } else {
     DotRows<Kind, R>(w, row_bytes, cols, x, y);
   }
@@ -174,9 +186,9 @@ void MatVecKind(const void* w, std::size_t row_bytes, std::int64_t cols, const f
 
 // ---- MatMul -------------------------------------------------------------------------------
 
-// packed[k][kNr] = f32 W[rp + j][k0 + k] for k < kb, j < nr; rows j >= nr are zero.
+// PackPanel for a kind with Load/Scalar.
 template <typename Kind>
-void PackPanel(const std::byte* w, std::size_t row_bytes, std::int64_t rp, int nr, std::int64_t k0,
+void PackPanelLoads(const std::byte* w, std::size_t row_bytes, std::int64_t rp, int nr, std::int64_t k0,
                std::int64_t kb, float* packed) {
   std::int64_t k = 0;
   for (; k + L <= kb; k += L) {
@@ -194,6 +206,26 @@ void PackPanel(const std::byte* w, std::size_t row_bytes, std::int64_t rp, int n
     for (int j = 0; j < kNr; ++j) {
       packed[k * kNr + j] = j < nr ? Kind::Scalar(w + (rp + j) * row_bytes, k0 + k) : 0.0f;
     }
+  }
+}
+
+// packed[k][kNr] = f32 W[rp + j][k0 + k] for k < kb, j < nr; rows j >= nr are zero.
+template <typename Kind>
+void PackPanel(const std::byte* w, std::size_t row_bytes, std::int64_t rp, int nr, std::int64_t k0,
+               std::int64_t kb, float* packed) {
+  if constexpr (kIsRowsKind<Kind>) {
+    // Dequantize the panel's K block row by row (kb is a multiple of the block size), then
+    // pack it as f32.
+    float* rows = ThreadScratch(5, static_cast<std::size_t>(kNr * kKc));
+    for (int j = 0; j < nr; ++j) {
+      DequantizeRow(Kind::Type(),
+                    w + (rp + j) * row_bytes + (k0 / Kind::kBlockElems) * Kind::kBlockBytes,
+                    rows + j * kb, kb);
+    }
+    PackPanelLoads<KindF32>(reinterpret_cast<const std::byte*>(rows),
+                            static_cast<std::size_t>(kb) * 4, 0, nr, 0, kb, packed);
+  } else {
+    PackPanelLoads<Kind>(w, row_bytes, rp, nr, k0, kb, packed);
   }
 }
 
@@ -311,6 +343,14 @@ SMARTGEN_MATMUL_KIND(Q8_0)
 SMARTGEN_MATMUL_KIND(Q4_0)
 SMARTGEN_MATMUL_KIND(Q4_K)
 SMARTGEN_MATMUL_KIND(Q6_K)
+SMARTGEN_MATMUL_KIND(Q4_1)
+SMARTGEN_MATMUL_KIND(Q5_0)
+SMARTGEN_MATMUL_KIND(Q5_1)
+SMARTGEN_MATMUL_KIND(Q2_K)
+SMARTGEN_MATMUL_KIND(Q3_K)
+SMARTGEN_MATMUL_KIND(Q5_K)
+SMARTGEN_MATMUL_KIND(IQ4_NL)
+SMARTGEN_MATMUL_KIND(IQ4_XS)
 #undef SMARTGEN_MATMUL_KIND
 
 }  // namespace smartgen::kernels::internal::SMARTGEN_SIMD_NS

@@ -130,6 +130,30 @@ bool DequantizeRow(gguf::GgmlType type, const void* src, float* dst, std::int64_
     case gguf::GgmlType::kQ6_K:
       DequantizeQ6_K(static_cast<const BlockQ6_K*>(src), dst, n);
       return true;
+    case gguf::GgmlType::kQ4_1:
+      DequantizeRowQ4_1(static_cast<const BlockQ4_1*>(src), dst, n);
+      return true;
+    case gguf::GgmlType::kQ5_0:
+      DequantizeRowQ5_0(static_cast<const BlockQ5_0*>(src), dst, n);
+      return true;
+    case gguf::GgmlType::kQ5_1:
+      DequantizeRowQ5_1(static_cast<const BlockQ5_1*>(src), dst, n);
+      return true;
+    case gguf::GgmlType::kQ2_K:
+      DequantizeRowQ2_K(static_cast<const BlockQ2_K*>(src), dst, n);
+      return true;
+    case gguf::GgmlType::kQ3_K:
+      DequantizeRowQ3_K(static_cast<const BlockQ3_K*>(src), dst, n);
+      return true;
+    case gguf::GgmlType::kQ5_K:
+      DequantizeRowQ5_K(static_cast<const BlockQ5_K*>(src), dst, n);
+      return true;
+    case gguf::GgmlType::kIQ4_NL:
+      DequantizeRowIq4Nl(static_cast<const BlockIq4Nl*>(src), dst, n);
+      return true;
+    case gguf::GgmlType::kIQ4_XS:
+      DequantizeRowIq4Xs(static_cast<const BlockIq4Xs*>(src), dst, n);
+      return true;
     default:
       return false;
   }
@@ -161,6 +185,30 @@ bool QuantizeRow(gguf::GgmlType type, const float* src, void* dst, std::int64_t 
       return true;
     case gguf::GgmlType::kQ6_K:
       QuantizeRowQ6_K(src, static_cast<BlockQ6_K*>(dst), n);
+      return true;
+    case gguf::GgmlType::kQ4_1:
+      QuantizeRowQ4_1(src, static_cast<BlockQ4_1*>(dst), n);
+      return true;
+    case gguf::GgmlType::kQ5_0:
+      QuantizeRowQ5_0(src, static_cast<BlockQ5_0*>(dst), n);
+      return true;
+    case gguf::GgmlType::kQ5_1:
+      QuantizeRowQ5_1(src, static_cast<BlockQ5_1*>(dst), n);
+      return true;
+    case gguf::GgmlType::kQ2_K:
+      QuantizeRowQ2_K(src, static_cast<BlockQ2_K*>(dst), n);
+      return true;
+    case gguf::GgmlType::kQ3_K:
+      QuantizeRowQ3_K(src, static_cast<BlockQ3_K*>(dst), n);
+      return true;
+    case gguf::GgmlType::kQ5_K:
+      QuantizeRowQ5_K(src, static_cast<BlockQ5_K*>(dst), n);
+      return true;
+    case gguf::GgmlType::kIQ4_NL:
+      QuantizeRowIq4Nl(src, static_cast<BlockIq4Nl*>(dst), n);
+      return true;
+    case gguf::GgmlType::kIQ4_XS:
+      QuantizeRowIq4Xs(src, static_cast<BlockIq4Xs*>(dst), n);
       return true;
     default:
       return false;

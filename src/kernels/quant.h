@@ -8,6 +8,7 @@
 
 #include "gguf/ggml_type.h"
 #include "kernels/fp16.h"
+#include "kernels/quant_more.h"
 
 namespace smartgen::kernels {
 
@@ -76,13 +77,13 @@ void QuantizeRowQ4_0(const float* x, BlockQ4_0* out, std::int64_t n);
 void QuantizeRowQ4_K(const float* x, BlockQ4_K* out, std::int64_t n);
 void QuantizeRowQ6_K(const float* x, BlockQ6_K* out, std::int64_t n);
 
-// Dequantizes one row of n elements of `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) into
-// f32, bit-identical to ggml's dequantize_row_*. Returns false for a type this build cannot
+// Dequantizes one row of n elements of `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K and the
+// types of quant_more.h) into f32, bit-identical to ggml's dequantize_row_*. Returns false for a type this build cannot
 // dequantize.
 bool DequantizeRow(gguf::GgmlType type, const void* src, float* dst, std::int64_t n);
 
-// Converts a row of n floats into `type`'s storage (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K;
-// see the K-quant note above). Returns false for an unsupported type. `dst` must hold gguf::RowBytes(type, n) bytes.
+// Converts a row of n floats into `type`'s storage (every type DequantizeRow reads; see the
+// K-quant notes above and in quant_more.h). Returns false for an unsupported type. `dst` must hold gguf::RowBytes(type, n) bytes.
 bool QuantizeRow(gguf::GgmlType type, const float* src, void* dst, std::int64_t n);
 
 }  // namespace smartgen::kernels

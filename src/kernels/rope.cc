@@ -13,14 +13,17 @@ namespace {
 
 constexpr int kMaxRotPairs = 512;
 
-// cos/sin of theta_i = pos * base^(-2i/n_rot), computed like ggml_rope_cache_init: theta starts
-// at pos and is multiplied by theta_scale = base^(-2/n_rot) (f32) once per pair.
+// cos/sin of theta_i, computed like ggml_rope_cache_init: theta starts at pos and is
+// multiplied by theta_scale = base^(-2/n_rot) (f32) once per pair; each pair's angle is
+// freq_scale * (theta / factor), in that order (rope_yarn without extrapolation).
 void RopeTables(const RopeConfig& c, std::int64_t pos, float* cos_t, float* sin_t) {
   const float theta_scale = std::pow(c.freq_base, -2.0f / static_cast<float>(c.n_rot));
   float theta = static_cast<float>(pos);
   for (int i = 0; i < c.n_rot / 2; ++i) {
-    cos_t[i] = std::cos(theta);
-    sin_t[i] = std::sin(theta);
+    const float extrap = c.freq_factors != nullptr ? theta / c.freq_factors[i] : theta;
+    const float angle = c.freq_scale * extrap;
+    cos_t[i] = std::cos(angle);
+    sin_t[i] = std::sin(angle);
     theta *= theta_scale;
   }
 }
@@ -31,11 +34,17 @@ void RopeTables(const RopeConfig& c, std::int64_t pos, float* cos_t, float* sin_
 // per thread; positions past that are computed per call. Values are identical either way.
 class RopeTableCache {
  public:
+  bool Matches(const RopeConfig& c) const {
+    return c.n_rot == n_rot_ && c.freq_base == freq_base_ && c.freq_scale == freq_scale_ &&
+           c.freq_factors == freq_factors_;
+  }
   // [cos | sin] (n_rot / 2 each) for pos, or nullptr when pos is outside the cached range.
   const float* Get(const RopeConfig& c, std::int64_t pos) {
-    if (c.n_rot != n_rot_ || c.freq_base != freq_base_) {
+    if (!Matches(c)) {
       n_rot_ = c.n_rot;
       freq_base_ = c.freq_base;
+      freq_scale_ = c.freq_scale;
+      freq_factors_ = c.freq_factors;
       table_.clear();
       valid_.clear();
     }
@@ -59,6 +68,8 @@ class RopeTableCache {
   static constexpr std::int64_t kCacheFloats = std::int64_t{1} << 20;
   int n_rot_ = -1;
   float freq_base_ = 0.0f;
+  float freq_scale_ = 0.0f;
+  const float* freq_factors_ = nullptr;
   std::vector<float> table_;
   std::vector<std::uint8_t> valid_;
 };
@@ -87,8 +98,20 @@ void RopeApply(const RopeConfig& c, const float* cos_t, const float* sin_t, floa
 void Rope(const RopeConfig& config, float* x, int n_heads, std::int64_t pos) {
   assert(config.n_rot % 2 == 0 && config.n_rot <= config.head_dim &&
          config.n_rot / 2 <= kMaxRotPairs);
-  thread_local RopeTableCache cache;
-  if (const float* t = cache.Get(config, pos)) {
+  // One cache per RoPE configuration in use (models with local and global layers have two),
+  // replaced round-robin beyond kCaches.
+  constexpr int kCaches = 4;
+  thread_local RopeTableCache caches[kCaches];
+  thread_local int next_victim = 0;
+  RopeTableCache* cache = nullptr;
+  for (RopeTableCache& c : caches) {
+    if (c.Matches(config)) cache = &c;
+  }
+  if (cache == nullptr) {
+    cache = &caches[next_victim];
+    next_victim = (next_victim + 1) % kCaches;
+  }
+  if (const float* t = cache->Get(config, pos)) {
     internal::ActiveKernels().rope_apply(config, t, t + config.n_rot / 2, x, n_heads);
     return;
   }

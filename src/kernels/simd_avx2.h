@@ -74,6 +74,13 @@ struct Simd {
     return _mm256_slli_epi32(v, kBits);
   }
   static V ToFloat(VI v) { return _mm256_cvtepi32_ps(v); }
+  static VI ShrIVar(VI v, int bits) { return _mm256_srl_epi32(v, _mm_cvtsi32_si128(bits)); }
+  // Lane i holds bit (first + i) of w.
+  static VI Bits(std::uint32_t w, int first) {
+    const VI shift = _mm256_add_epi32(_mm256_set1_epi32(first), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(w)), shift),
+                            _mm256_set1_epi32(1));
+  }
 
   static V SelectLess(V a, V b, V x, V v) {
     return _mm256_blendv_ps(v, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ));

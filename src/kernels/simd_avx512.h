@@ -74,6 +74,16 @@ struct Simd {
     return _mm512_slli_epi32(v, kBits);
   }
   static V ToFloat(VI v) { return _mm512_cvtepi32_ps(v); }
+  // v >> bits (bits not a constant).
+  static VI ShrIVar(VI v, int bits) { return _mm512_srl_epi32(v, _mm_cvtsi32_si128(bits)); }
+  // Lane i holds bit (first + i) of w.
+  static VI Bits(std::uint32_t w, int first) {
+    const VI shift = _mm512_add_epi32(
+        _mm512_set1_epi32(first),
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+    return _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(static_cast<int>(w)), shift),
+                            _mm512_set1_epi32(1));
+  }
 
   // Lanes where a < b get `x`, others keep `v`.
   static V SelectLess(V a, V b, V x, V v) {

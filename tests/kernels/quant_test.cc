@@ -142,8 +142,8 @@ TEST(QuantKQuants, RoundTripErrorIsSmall) {
 TEST(Quant, UnsupportedTypesAreRejected) {
   float x[256] = {};
   std::byte buf[1024] = {};
-  EXPECT_FALSE(DequantizeRow(GgmlType::kQ2_K, buf, x, 256));
-  EXPECT_FALSE(QuantizeRow(GgmlType::kQ2_K, x, buf, 256));
+  EXPECT_FALSE(DequantizeRow(GgmlType::kQ8_K, buf, x, 256));
+  EXPECT_FALSE(QuantizeRow(GgmlType::kQ8_K, x, buf, 256));
 }
 
 }  // namespace

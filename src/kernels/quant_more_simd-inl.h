@@ -1,0 +1,178 @@
+// The weight kinds of quant_more.h for the matrix kernels of matmul_simd-inl.h, which includes
+// this file inside its ISA namespace after quant_simd-inl.h (S, V, L, LoadHalf, ScaleMinK4,
+// Q4KScales, Sum32 and PrefetchAhead come from there).
+//
+// Fused kernels (dequantize in registers) for the types common recipes put in most tensors:
+// Q4_1, Q5_0, Q5_1 (KindLegacy; llama.cpp's Q4_K_M / Q5_K_M fall back to Q5_0 / Q5_1 on rows
+// that are not 256 wide) and Q5_K. The others (Q2_K, Q3_K, IQ4_NL, IQ4_XS) are KindRows: a
+// row (GEMV) or a K block of a panel (GEMM) is dequantized by the scalar DequantizeRow into
+// thread scratch and used as f32 - exact, slower per byte, no extra code per type.
+#ifndef SMARTGEN_SIMD_NS
+#error "include only from kernels/matmul_simd-inl.h"
+#endif
+
+// 32-element blocks: f16 d, [f16 m], [u32 qh], 16 bytes of nibbles. Element e < 16 is the low
+// nibble of qs[e], element e >= 16 the high nibble of qs[e - 16]; bit e of qh is its fifth bit.
+//   kMin (Q4_1, Q5_1): x = d * q + m;   otherwise (Q5_0): x = d * (q - 16).
+template <bool kMin, bool kHigh>
+struct KindLegacy {
+  static constexpr int kBytes = 1;
+  static constexpr int kBlockBytes = 2 + (kMin ? 2 : 0) + (kHigh ? 4 : 0) + 16;
+  static constexpr int kQh = kMin ? 4 : 2;
+  static constexpr int kQs = kQh + (kHigh ? 4 : 0);
+  static constexpr int kOffset = kMin ? 0 : (kHigh ? 16 : 8);
+
+  static std::uint32_t Qh(const std::byte* blk) {
+    std::uint32_t qh = 0;
+    if constexpr (kHigh) __builtin_memcpy(&qh, blk + kQh, 4);
+    return qh;
+  }
+  // Unsigned q of elements e .. e + L of a block (e a multiple of L).
+  static S::VI Quants(const std::byte* blk, int e) {
+    const auto* qs = reinterpret_cast<const std::uint8_t*>(blk + kQs);
+    S::VI q = e < 16 ? S::AndI(S::WidenU8(qs + e), 0xF) : S::ShrI<4>(S::WidenU8(qs + e - 16));
+    if constexpr (kHigh) q = S::OrI(q, S::ShlI<4>(S::Bits(Qh(blk), e)));
+    return q;
+  }
+  // d * q is exact, so the single rounding of the FMA is ggml's d * q + m.
+  static V Load(const std::byte* row, std::int64_t k) {
+    const std::byte* blk = row + (k / 32) * kBlockBytes;
+    const int e = static_cast<int>(k % 32);
+    const V d = S::Set1(LoadHalf(blk));
+    if constexpr (kMin) return S::Fma(S::ToFloat(Quants(blk, e)), d, S::Set1(LoadHalf(blk + 2)));
+    return S::Mul(S::ToFloat(S::SubI(Quants(blk, e), kOffset)), d);
+  }
+  static float Scalar(const std::byte* row, std::int64_t k) {
+    const std::byte* blk = row + (k / 32) * kBlockBytes;
+    const int e = static_cast<int>(k % 32);
+    const auto byte = static_cast<int>(blk[kQs + e % 16]);
+    int q = e < 16 ? byte & 0xF : byte >> 4;
+    if constexpr (kHigh) q |= static_cast<int>((Qh(blk) >> e) & 1) << 4;
+    const float d = LoadHalf(blk);
+    if constexpr (kMin) return static_cast<float>(q) * d + LoadHalf(blk + 2);
+    return static_cast<float>(q - kOffset) * d;
+  }
+};
+using KindQ4_1 = KindLegacy<true, false>;
+using KindQ5_0 = KindLegacy<false, true>;
+using KindQ5_1 = KindLegacy<true, true>;
+
+// y = sum_b d_b * sum q x + (m_b or -kOffset d_b) * sum x over blocks of 32.
+template <typename Kind, int R>
+void DotRowsLegacy(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+                   float* y) {
+  V acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = S::Zero();
+  for (std::int64_t b = 0; b < cols / 32; ++b) {
+    const float* xb = x + b * 32;
+    const V xs = Sum32(xb);
+    for (int i = 0; i < R; ++i) {
+      const std::byte* blk = w + i * row_bytes + b * Kind::kBlockBytes;
+      PrefetchAhead(blk, 0, row_bytes);
+      const float d = LoadHalf(blk);
+      V p = S::Zero();
+      for (int e = 0; e < 32; e += L) p = S::Fma(S::ToFloat(Kind::Quants(blk, e)), S::Load(xb + e), p);
+      const V a = S::Fma(p, S::Set1(d), acc[i]);
+      if constexpr (Kind::kOffset == 0) {
+        acc[i] = S::Fma(xs, S::Set1(LoadHalf(blk + 2)), a);
+      } else {
+        acc[i] = S::Fnma(xs, S::Set1(static_cast<float>(Kind::kOffset) * d), a);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i] = S::ReduceAdd(acc[i]);
+}
+
+// Q5_K: Q4_K's layout (d, dmin, scales[12]) plus qh[32] at byte 16 and qs[128] at byte 48.
+constexpr int kQ5KBytes = 176;
+constexpr int kQ5KQh = 16;
+constexpr int kQ5KQs = 48;
+
+struct KindQ5_K {
+  static constexpr int kBytes = 1;
+  static V Load(const std::byte* row, std::int64_t k) {
+    const std::byte* blk = row + (k / kQK) * kQ5KBytes;
+    const int e = static_cast<int>(k % kQK), g = e / 64, high = (e % 64) / 32, l = e % 32;
+    int sc, m;
+    ScaleMinK4(2 * g + high, reinterpret_cast<const std::uint8_t*>(blk + 4), &sc, &m);
+    const float d1 = LoadHalf(blk) * static_cast<float>(sc);
+    const float m1 = LoadHalf(blk + 2) * static_cast<float>(m);
+    const S::VI bytes = S::WidenU8(reinterpret_cast<const std::uint8_t*>(blk + kQ5KQs) + 32 * g + l);
+    const S::VI h = S::WidenU8(reinterpret_cast<const std::uint8_t*>(blk + kQ5KQh) + l);
+    const S::VI nib = high ? S::ShrI<4>(bytes) : S::AndI(bytes, 0xF);
+    const S::VI q = S::OrI(nib, S::ShlI<4>(S::AndI(S::ShrIVar(h, 2 * g + high), 1)));
+    return S::Sub(S::Mul(S::Set1(d1), S::ToFloat(q)), S::Set1(m1));  // d1 * q is exact
+  }
+  static float Scalar(const std::byte* row, std::int64_t k) {
+    const std::byte* blk = row + (k / kQK) * kQ5KBytes;
+    const int e = static_cast<int>(k % kQK), g = e / 64, high = (e % 64) / 32, l = e % 32;
+    int sc, m;
+    ScaleMinK4(2 * g + high, reinterpret_cast<const std::uint8_t*>(blk + 4), &sc, &m);
+    const auto byte = static_cast<int>(blk[kQ5KQs + 32 * g + l]);
+    const auto h = static_cast<int>(blk[kQ5KQh + l]);
+    const int q = (high ? byte >> 4 : byte & 0xF) | (((h >> (2 * g + high)) & 1) << 4);
+    return LoadHalf(blk) * static_cast<float>(sc) * static_cast<float>(q) -
+           LoadHalf(blk + 2) * static_cast<float>(m);
+  }
+};
+
+// Q5_K: as DotRowsQ4_K with the fifth bits of qh (bits 2g and 2g + 1 of qh[l]).
+template <int R>
+void DotRowsQ5_K(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+                 float* y) {
+  V acc[R];
+  float mins[R];
+  for (int i = 0; i < R; ++i) acc[i] = S::Zero(), mins[i] = 0.0f;
+  for (std::int64_t b = 0; b < cols / kQK; ++b) {
+    const float* xb = x + b * kQK;
+    float xsum[8];
+    for (int j = 0; j < 8; ++j) xsum[j] = S::ReduceAdd(Sum32(xb + 32 * j));
+    for (int i = 0; i < R; ++i) {
+      const std::byte* blk = w + i * row_bytes + b * kQ5KBytes;
+      PrefetchAhead(blk, 0, row_bytes);
+      PrefetchAhead(blk, 64, row_bytes);
+      PrefetchAhead(blk, 128, row_bytes);
+      float dsc[8], dm[8];
+      Q4KScales(blk, dsc, dm);
+      float m = 0.0f;
+      for (int j = 0; j < 8; ++j) m += dm[j] * xsum[j];
+      mins[i] += m;
+      const auto* qs = reinterpret_cast<const std::uint8_t*>(blk + kQ5KQs);
+      const auto* qh = reinterpret_cast<const std::uint8_t*>(blk + kQ5KQh);
+      V a = acc[i];
+      for (int g = 0; g < 4; ++g) {
+        const float* xg = xb + 64 * g;
+        V p0 = S::Zero(), p1 = S::Zero();
+        for (int l = 0; l < 32; l += L) {
+          const S::VI bytes = S::WidenU8(qs + 32 * g + l);
+          const S::VI h = S::ShrIVar(S::WidenU8(qh + l), 2 * g);
+          const S::VI lo = S::OrI(S::AndI(bytes, 0xF), S::ShlI<4>(S::AndI(h, 1)));
+          const S::VI hi = S::OrI(S::ShrI<4>(bytes), S::ShlI<4>(S::AndI(S::ShrI<1>(h), 1)));
+          p0 = S::Fma(S::ToFloat(lo), S::Load(xg + l), p0);
+          p1 = S::Fma(S::ToFloat(hi), S::Load(xg + 32 + l), p1);
+        }
+        a = S::Fma(p0, S::Set1(dsc[2 * g]), a);
+        a = S::Fma(p1, S::Set1(dsc[2 * g + 1]), a);
+      }
+      acc[i] = a;
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i] = S::ReduceAdd(acc[i]) - mins[i];
+}
+
+// A type used through the scalar dequantizer (blocks of kBlock elements, kBlockBytes bytes).
+template <std::uint32_t kTypeId, int kBlock, int kBlockBytesV>
+struct KindRows {
+  static constexpr bool kDequantRows = true;
+  static constexpr int kBytes = 1;
+  static constexpr int kBlockElems = kBlock;
+  static constexpr int kBlockBytes = kBlockBytesV;
+  static gguf::GgmlType Type() { return static_cast<gguf::GgmlType>(kTypeId); }
+};
+using KindQ2_K = KindRows<10, 256, 84>;
+using KindQ3_K = KindRows<11, 256, 110>;
+using KindIQ4_NL = KindRows<20, 32, 18>;
+using KindIQ4_XS = KindRows<23, 256, 136>;
+
+template <typename Kind>
+constexpr bool kIsRowsKind = requires { Kind::kDequantRows; };
