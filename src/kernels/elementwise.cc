@@ -72,4 +72,14 @@ void AddInPlace(float* y, const float* x, std::int64_t n) {
   internal::ActiveKernels().add_in_place(y, x, n);
 }
 
+void GeGlu(const float* gate, const float* up, std::int64_t n, float* out) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  constexpr float kCoefA = 0.044715f;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    const float gelu = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
+    out[i] = gelu * up[i];
+  }
+}
+
 }  // namespace smartgen::kernels

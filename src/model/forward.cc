@@ -162,7 +162,11 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
     std::int64_t row = 0;
     for (const ForwardChunk& ch : chunks) {
       for (std::int32_t t : ch.tokens) {
-        kernels::DequantizeRow(embd.type, embd.row(t), x_.data() + row * c.n_embd, c.n_embd);
+        float* x = x_.data() + row * c.n_embd;
+        kernels::DequantizeRow(embd.type, embd.row(t), x, c.n_embd);
+        if (c.embd_scale > 0.0f) {
+          for (int i = 0; i < c.n_embd; ++i) x[i] *= c.embd_scale;
+        }
         ++row;
       }
     }
@@ -200,20 +204,47 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
       for (std::size_t i = 0; i < chunks.size(); ++i) chunks[i].kv->set_n_tokens(chunk_first_pos_[i]);
       return override_status_;
     }
-    const kernels::MatJob o[] = {{&w.wo, att_.data(), x_.data(), /*accumulate=*/true}};
-    kernels::MatMulMany(o, n, pool_);
+    ProjectIntoResidual(w.wo, att_.data(), w.post_attn_norm, n);
     NormRows(c, pool_, x_.data(), w.ffn_norm.data(), n, h_.data());
-    kernels::MatMulSwiGlu(w.w_gate, w.w_up, h_.data(), n, gate_.data(), pool_);
-    const kernels::MatJob down[] = {{&w.w_down, gate_.data(), x_.data(), /*accumulate=*/true}};
-    kernels::MatMulMany(down, n, pool_);
+    if (c.ffn_act == FfnActivation::kGelu) {
+      const kernels::MatJob gate_up[] = {{&w.w_gate, h_.data(), gate_.data()},
+                                         {&w.w_up, h_.data(), up_.data()}};
+      kernels::MatMulMany(gate_up, n, pool_);
+      pool_->ParallelFor(
+          n,
+          [&](std::int64_t b, std::int64_t e) {
+            kernels::GeGlu(gate_.data() + b * c.n_ff, up_.data() + b * c.n_ff, (e - b) * c.n_ff,
+                           gate_.data() + b * c.n_ff);
+          },
+          kTokenGrain);
+    } else {
+      kernels::MatMulSwiGlu(w.w_gate, w.w_up, h_.data(), n, gate_.data(), pool_);
+    }
+    ProjectIntoResidual(w.w_down, gate_.data(), w.post_ffn_norm, n);
   }
   ComputeLogits(chunks);
   return Status::Ok();
 }
 
+void Forward::ProjectIntoResidual(const kernels::WeightView& w, const float* in,
+                                  const std::vector<float>& post_norm, std::int64_t n) {
+  const ModelConfig& c = model_.config();
+  if (post_norm.empty()) {
+    const kernels::MatJob job[] = {{&w, in, x_.data(), /*accumulate=*/true}};
+    kernels::MatMulMany(job, n, pool_);
+    return;
+  }
+  // Gemma: x += RmsNorm(W in) * post_norm.
+  const kernels::MatJob job[] = {{&w, in, o_.data()}};
+  kernels::MatMulMany(job, n, pool_);
+  NormRows(c, pool_, o_.data(), post_norm.data(), n, o_.data());
+  kernels::AddInPlace(x_.data(), o_.data(), n * c.n_embd);
+}
+
 void Forward::StoreKv(std::span<ForwardChunk> chunks, int layer) {
   const ModelConfig& c = model_.config();
   const LayerWeights& w = model_.layer(layer);
+  const kernels::RopeConfig& rope = c.LayerRope(layer);
   const auto n = static_cast<std::int64_t>(row_pos_.size());
   pool_->ParallelFor(
       n,
@@ -235,8 +266,8 @@ void Forward::StoreKv(std::span<ForwardChunk> chunks, int layer) {
                                k + hd * c.head_dim);
             }
           }
-          kernels::Rope(c.rope, q, c.n_heads, row_pos_[t]);
-          kernels::Rope(c.rope, k, c.n_kv_heads, row_pos_[t]);
+          kernels::Rope(rope, q, c.n_heads, row_pos_[t]);
+          kernels::Rope(rope, k, c.n_kv_heads, row_pos_[t]);
           // The chunk holding batch row t: the last one starting at or before it.
           const auto chunk = std::upper_bound(chunk_first_row_.begin(), chunk_first_row_.end(), t) -
                              chunk_first_row_.begin() - 1;
@@ -249,7 +280,6 @@ void Forward::StoreKv(std::span<ForwardChunk> chunks, int layer) {
 void Forward::Attention(std::span<ForwardChunk> chunks, int layer) {
   const ModelConfig& c = model_.config();
   const int g = c.n_group();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
   // Overridden (decode-node) chunks run one at a time outside the pool: they may wait on the
   // network and may use the pool themselves.
@@ -299,8 +329,8 @@ void Forward::Attention(std::span<ForwardChunk> chunks, int layer) {
   auto attend = [&](std::int64_t idx) {
     const Item& it = items[static_cast<std::size_t>(idx)];
     const std::int64_t row = chunk_first_row_[it.chunk] + it.t_begin;
-    const kernels::AttentionParams params{c.head_dim, g, scale,
-                                          chunks[it.chunk].kv->geometry().dtype};
+    const kernels::AttentionParams params =
+        c.LayerAttention(layer, chunks[it.chunk].kv->geometry().dtype);
     const float* q = q_base + row * c.q_dim() + it.head * g * c.head_dim;
     float* out = out_base + row * c.q_dim() + it.head * g * c.head_dim;
     const auto& blocks = refs[it.chunk * c.n_kv_heads + it.head];
@@ -347,13 +377,23 @@ void Forward::ComputeLogits(std::span<ForwardChunk> chunks) {
   for (ForwardChunk& ch : chunks) {
     if (ch.logits != nullptr) ++with_logits, only = &ch;
   }
+  // Gemma 2's final soft-capping, as ggml computes it: c * tanh(x * (1 / c)).
+  auto softcap = [&](float* logits) {
+    if (c.final_softcap <= 0.0f) return;
+    const float inv = 1.0f / c.final_softcap;
+    for (std::int64_t i = 0; i < r * c.n_vocab; ++i) {
+      logits[i] = c.final_softcap * std::tanh(logits[i] * inv);
+    }
+  };
   if (with_logits == 1) {
     only->logits->resize(static_cast<std::size_t>(r) * c.n_vocab);
     kernels::MatMul(model_.output(), h_.data(), r, only->logits->data(), pool_);
+    softcap(only->logits->data());
     return;
   }
   std::vector<float> all(static_cast<std::size_t>(r) * c.n_vocab);
   kernels::MatMul(model_.output(), h_.data(), r, all.data(), pool_);
+  softcap(all.data());
   std::size_t offset = 0;
   for (ForwardChunk& ch : chunks) {
     if (ch.logits == nullptr) continue;

@@ -1,4 +1,5 @@
-// Forward: the Llama-family forward pass over a batch of sequence chunks, on paged KV.
+// Forward: the forward pass of every ModelConfig architecture over a batch of sequence
+// chunks, on paged KV. Sliding-window layers attend over their window only.
 //
 // A batch holds one or more chunks; each chunk appends tokens to one sequence's KV cache at
 // positions kv->n_tokens() onwards. Prefill is one chunk of many tokens; batched decode is many
@@ -75,6 +76,9 @@ class Forward {
  private:
   Status Validate(std::span<ForwardChunk> chunks) const;
   void EnsureScratch(std::int64_t n_tokens);
+  // x += W in (gemma: x += RmsNorm(W in) * post_norm) for the n batch rows.
+  void ProjectIntoResidual(const kernels::WeightView& w, const float* in,
+                           const std::vector<float>& post_norm, std::int64_t n);
   void StoreKv(std::span<ForwardChunk> chunks, int layer);
   void Attention(std::span<ForwardChunk> chunks, int layer);
   void ComputeLogits(std::span<ForwardChunk> chunks);

@@ -16,6 +16,11 @@ std::uint64_t Fnv1a(std::uint64_t h, const void* data, std::size_t n) {
   return h;
 }
 
+// Rows [first, first + n) of w, as a view.
+kernels::WeightView RowRange(const kernels::WeightView& w, std::int64_t first, std::int64_t n) {
+  return kernels::WeightView{w.type, w.row(first), n, w.cols};
+}
+
 class TensorLoader {
  public:
   explicit TensorLoader(const gguf::GgufFile& file) : file_(file) {}
@@ -87,9 +92,17 @@ Status Model::Init() {
     const std::string p = fmt::format("blk.{}.", i);
     LayerWeights& l = layers_[i];
     SG_ASSIGN_OR_RETURN(l.attn_norm, load.Vector(p + "attn_norm.weight", c.n_embd));
-    SG_ASSIGN_OR_RETURN(l.wq, load.Matrix(p + "attn_q.weight", c.q_dim(), c.n_embd));
-    SG_ASSIGN_OR_RETURN(l.wk, load.Matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd));
-    SG_ASSIGN_OR_RETURN(l.wv, load.Matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd));
+    if (c.fused_qkv) {
+      SG_ASSIGN_OR_RETURN(const kernels::WeightView qkv,
+                          load.Matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.n_embd));
+      l.wq = RowRange(qkv, 0, c.q_dim());
+      l.wk = RowRange(qkv, c.q_dim(), c.kv_dim());
+      l.wv = RowRange(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+    } else {
+      SG_ASSIGN_OR_RETURN(l.wq, load.Matrix(p + "attn_q.weight", c.q_dim(), c.n_embd));
+      SG_ASSIGN_OR_RETURN(l.wk, load.Matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd));
+      SG_ASSIGN_OR_RETURN(l.wv, load.Matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd));
+    }
     SG_ASSIGN_OR_RETURN(l.wo, load.Matrix(p + "attn_output.weight", c.n_embd, c.q_dim()));
     if (c.has_qkv_bias) {
       SG_ASSIGN_OR_RETURN(l.bq, load.Vector(p + "attn_q.bias", c.q_dim()));
@@ -100,9 +113,20 @@ Status Model::Init() {
       SG_ASSIGN_OR_RETURN(l.q_norm, load.Vector(p + "attn_q_norm.weight", c.head_dim));
       SG_ASSIGN_OR_RETURN(l.k_norm, load.Vector(p + "attn_k_norm.weight", c.head_dim));
     }
+    if (c.post_norms) {
+      SG_ASSIGN_OR_RETURN(l.post_attn_norm, load.Vector(p + "post_attention_norm.weight", c.n_embd));
+      SG_ASSIGN_OR_RETURN(l.post_ffn_norm, load.Vector(p + "post_ffw_norm.weight", c.n_embd));
+    }
     SG_ASSIGN_OR_RETURN(l.ffn_norm, load.Vector(p + "ffn_norm.weight", c.n_embd));
-    SG_ASSIGN_OR_RETURN(l.w_gate, load.Matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd));
-    SG_ASSIGN_OR_RETURN(l.w_up, load.Matrix(p + "ffn_up.weight", c.n_ff, c.n_embd));
+    if (c.fused_gate_up) {
+      SG_ASSIGN_OR_RETURN(const kernels::WeightView gate_up,
+                          load.Matrix(p + "ffn_up.weight", 2 * c.n_ff, c.n_embd));
+      l.w_gate = RowRange(gate_up, 0, c.n_ff);
+      l.w_up = RowRange(gate_up, c.n_ff, c.n_ff);
+    } else {
+      SG_ASSIGN_OR_RETURN(l.w_gate, load.Matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd));
+      SG_ASSIGN_OR_RETURN(l.w_up, load.Matrix(p + "ffn_up.weight", c.n_ff, c.n_embd));
+    }
     SG_ASSIGN_OR_RETURN(l.w_down, load.Matrix(p + "ffn_down.weight", c.n_embd, c.n_ff));
   }
 

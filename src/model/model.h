@@ -26,7 +26,10 @@ struct LayerWeights {
   std::vector<float> q_norm, k_norm;     // qwen3 only: [head_dim]
   std::vector<float> ffn_norm;           // [n_embd]
   kernels::WeightView w_gate, w_up, w_down;
+  std::vector<float> post_attn_norm, post_ffn_norm;  // gemma only: [n_embd]
 };
+// phi3's fused attn_qkv and ffn_up are loaded as views of their row ranges (wq, wk, wv and
+// w_gate, w_up), so the forward pass is the same for fused and separate weights.
 
 class Model {
  public:

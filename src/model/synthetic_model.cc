@@ -1,5 +1,6 @@
 #include "model/synthetic_model.h"
 
+#include <cctype>
 #include <cmath>
 #include <vector>
 
@@ -42,43 +43,16 @@ class NormalStream {
   float spare_ = 0;
 };
 
-// general.file_type (llama_ftype) of a model whose matrices are mostly `t`.
-std::uint32_t FileType(gguf::GgmlType t, bool q4_k_m) {
-  if (q4_k_m) return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
-  switch (t) {
-    case gguf::GgmlType::kF32: return 0;
-    case gguf::GgmlType::kF16: return 1;
-    case gguf::GgmlType::kQ4_0: return 2;
-    case gguf::GgmlType::kQ8_0: return 7;
-    case gguf::GgmlType::kQ4_K: return 14;  // Q4_K_S: every matrix Q4_K
-    case gguf::GgmlType::kQ6_K: return 18;
-    case gguf::GgmlType::kBF16: return 32;
-    default: return 0;
-  }
-}
-
-// llama.cpp's use_more_bits(): the first and last eighth of the layers and every third between.
-bool UseMoreBits(int layer, int n_layers) {
-  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
-}
-
-// The type of one matrix under the Q4_K_M recipe (see SyntheticModelSpec::q4_k_m).
-gguf::GgmlType Q4KMType(const std::string& role, int layer, int n_layers, int cols, bool tied) {
-  using gguf::GgmlType;
-  GgmlType t = GgmlType::kQ4_K;
-  if (role == "output" || (role == "token_embd" && tied)) t = GgmlType::kQ6_K;
-  if ((role == "attn_v" || role == "ffn_down") && UseMoreBits(layer, n_layers)) t = GgmlType::kQ6_K;
-  if (cols % 256 != 0) t = t == GgmlType::kQ6_K ? GgmlType::kQ8_0 : GgmlType::kQ4_0;
-  return t;
-}
-
 }  // namespace
 
 Status WriteSyntheticModel(const SyntheticModelSpec& o) {
   const ModelPreset* p = &o.preset;
   const gguf::GgmlType type = o.type;
+  const QuantRecipe recipe = o.recipe != QuantRecipe::kNone ? o.recipe
+                             : o.q4_k_m                      ? QuantRecipe::kQ4_K_M
+                                                             : QuantRecipe::kNone;
   if (!gguf::IsSupportedWeightType(type)) {
-    return InvalidArgument("weight type {} is not one of f32, f16, bf16, q8_0, q4_0, q4_k, q6_k",
+    return InvalidArgument("weight type {} is not one smartgen computes with",
                            gguf::GetTypeInfo(type).name);
   }
   if (o.out.empty()) return InvalidArgument("no output path");
@@ -88,7 +62,7 @@ Status WriteSyntheticModel(const SyntheticModelSpec& o) {
   const std::string k = arch + ".";
   w.AddString("general.architecture", arch);
   w.AddString("general.name", fmt::format("smartgen-{}-random-seed{}", p->name, o.seed));
-  w.AddUint32("general.file_type", FileType(type, o.q4_k_m));
+  w.AddUint32("general.file_type", RecipeFileType(recipe, type));
   w.AddUint32(k + "block_count", p->n_layers);
   w.AddUint32(k + "context_length", p->n_ctx);
   w.AddUint32(k + "embedding_length", p->n_embd);
@@ -109,12 +83,11 @@ Status WriteSyntheticModel(const SyntheticModelSpec& o) {
   std::vector<std::byte> bytes;
   // Weights are drawn in file order: matrices N(0, 0.02^2), norms 1 + N(0, 0.05^2).
   auto matrix = [&](const std::string& name, int rows, int cols, gguf::GgmlType t) -> Status {
-    if (o.q4_k_m) {
-      const std::size_t dot = name.find('.');
-      const bool in_layer = name.starts_with("blk.");
-      const std::string role = in_layer ? name.substr(name.find('.', dot + 1) + 1) : name.substr(0, dot);
-      const int layer = in_layer ? std::stoi(name.substr(dot + 1)) : -1;
-      t = Q4KMType(role.substr(0, role.find('.')), layer, p->n_layers, cols, p->tied_output);
+    t = RecipeTensorType(recipe, t, name, p->n_layers, cols, p->tied_output);
+    if (cols % gguf::GetTypeInfo(t).block_size != 0) {
+      return InvalidArgument("{}: rows of {} are not a multiple of {}'s {}-element blocks (a "
+                             "recipe such as q4_k_m falls back where they are not)",
+                             name, cols, gguf::GetTypeInfo(t).name, gguf::GetTypeInfo(t).block_size);
     }
     values.resize(static_cast<std::size_t>(cols));
     const std::size_t row_bytes = gguf::RowBytes(t, cols);
@@ -164,11 +137,24 @@ Status WriteSyntheticModel(const SyntheticModelSpec& o) {
 }
 
 bool ParseSyntheticType(std::string_view name, SyntheticModelSpec* spec) {
-  if (name == "q4_k_m" || name == "Q4_K_M") {
-    spec->type = gguf::GgmlType::kQ4_K;
-    spec->q4_k_m = true;
-    return true;
+  struct Named {
+    std::string_view name;
+    QuantRecipe recipe;
+    gguf::GgmlType base;
+  };
+  for (const Named& r : {Named{"q3_k_m", QuantRecipe::kQ3_K_M, gguf::GgmlType::kQ3_K},
+                         Named{"q4_k_m", QuantRecipe::kQ4_K_M, gguf::GgmlType::kQ4_K},
+                         Named{"q5_k_m", QuantRecipe::kQ5_K_M, gguf::GgmlType::kQ5_K}}) {
+    std::string lower(name);
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (lower == r.name) {
+      spec->type = r.base;
+      spec->recipe = r.recipe;
+      spec->q4_k_m = r.recipe == QuantRecipe::kQ4_K_M;
+      return true;
+    }
   }
+  spec->recipe = QuantRecipe::kNone;
   spec->q4_k_m = false;
   return gguf::ParseGgmlType(name, &spec->type) && gguf::IsSupportedWeightType(spec->type);
 }

@@ -11,25 +11,26 @@
 #include "core/status.h"
 #include "gguf/ggml_type.h"
 #include "model/presets.h"
+#include "model/quant_recipe.h"
 
 namespace smartgen::model {
 
 struct SyntheticModelSpec {
   ModelPreset preset;
   gguf::GgmlType type = gguf::GgmlType::kF16;  // matrices; norms and biases stay f32
-  // llama.cpp's Q4_K_M recipe instead of one type: Q4_K, with Q6_K for the output (or tied
-  // embedding) and for attn_v/ffn_down in the layers llama.cpp gives more bits. Rows that do
-  // not split into 256-wide super-blocks fall back (llama.cpp: Q5_0 and Q8_0; here Q4_0 and
-  // Q8_0, as Q5_0 is not a type we read).
-  bool q4_k_m = false;
+  // A llama-quantize recipe instead of one type (quant_recipe.h): Q3_K_M, Q4_K_M or Q5_K_M,
+  // with llama.cpp's per-tensor choices and its fallbacks for rows not 256 wide.
+  QuantRecipe recipe = QuantRecipe::kNone;
+  bool q4_k_m = false;  // the same as recipe = kQ4_K_M (kept for existing callers)
   std::uint64_t seed = 1;
   std::string out;                             // GGUF path to write
 };
 
 Status WriteSyntheticModel(const SyntheticModelSpec& spec);
 
-// Parses a --type name: a GGUF weight type (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k) or the
-// q4_k_m recipe, into `spec`. False when the name is neither.
+// Parses a --type name: a GGUF weight type smartgen computes with (f32, f16, bf16, q8_0,
+// q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs) or a recipe (q3_k_m,
+// q4_k_m, q5_k_m), into `spec`. False when the name is neither.
 bool ParseSyntheticType(std::string_view name, SyntheticModelSpec* spec);
 
 }  // namespace smartgen::model

@@ -62,6 +62,47 @@ const GoldenCase kCases[] = {
     {"q_q4_0_llamacpp", "golden/quant/tiny-llama-q-q4_0.gguf", "golden/quant/tiny-llama-q-q4_0.json", 4e-2, false},
     {"q_q4_k_m_llamacpp", "golden/quant/tiny-llama-q-q4_k_m.gguf", "golden/quant/tiny-llama-q-q4_k_m.json", 5e-2, false},
     {"q_q6_k_llamacpp", "golden/quant/tiny-llama-q-q6_k.gguf", "golden/quant/tiny-llama-q-q6_k.json", 5e-2, false},
+    // quant2 (../shared/golden/quant2/README.md): every further llama-quantize type, and the
+    // 192-wide model whose Q4_K_M / Q5_K_M files fall back to Q5_0 / Q5_1 / Q8_0. An exact
+    // f32 engine: 1e-5 against the float64 reference, 6e-2 against llama.cpp.
+    {"q2_q4_1", "golden/quant2/tiny-llama-q-q4_1.gguf", "golden/quant2/tiny-llama-q-q4_1.ref64.json", 1e-5, false},
+    {"q2_q5_0", "golden/quant2/tiny-llama-q-q5_0.gguf", "golden/quant2/tiny-llama-q-q5_0.ref64.json", 1e-5, false},
+    {"q2_q5_1", "golden/quant2/tiny-llama-q-q5_1.gguf", "golden/quant2/tiny-llama-q-q5_1.ref64.json", 1e-5, false},
+    {"q2_q2_k", "golden/quant2/tiny-llama-q-q2_k.gguf", "golden/quant2/tiny-llama-q-q2_k.ref64.json", 1e-5, false},
+    {"q2_q3_k_s", "golden/quant2/tiny-llama-q-q3_k_s.gguf", "golden/quant2/tiny-llama-q-q3_k_s.ref64.json", 1e-5, false},
+    {"q2_q3_k_m", "golden/quant2/tiny-llama-q-q3_k_m.gguf", "golden/quant2/tiny-llama-q-q3_k_m.ref64.json", 1e-5, false},
+    {"q2_q4_k_s", "golden/quant2/tiny-llama-q-q4_k_s.gguf", "golden/quant2/tiny-llama-q-q4_k_s.ref64.json", 1e-5, false},
+    {"q2_q5_k_s", "golden/quant2/tiny-llama-q-q5_k_s.gguf", "golden/quant2/tiny-llama-q-q5_k_s.ref64.json", 1e-5, false},
+    {"q2_q5_k_m", "golden/quant2/tiny-llama-q-q5_k_m.gguf", "golden/quant2/tiny-llama-q-q5_k_m.ref64.json", 1e-5, false},
+    {"q2_iq4_nl", "golden/quant2/tiny-llama-q-iq4_nl.gguf", "golden/quant2/tiny-llama-q-iq4_nl.ref64.json", 1e-5, false},
+    {"q2_iq4_xs", "golden/quant2/tiny-llama-q-iq4_xs.gguf", "golden/quant2/tiny-llama-q-iq4_xs.ref64.json", 1e-5, false},
+    {"w192_f32", "golden/quant2/tiny-llama-w192-f32.gguf", "golden/quant2/tiny-llama-w192-f32.ref64.json", 1e-5, false},
+    {"w192_q4_k_m", "golden/quant2/tiny-llama-w192-q4_k_m.gguf", "golden/quant2/tiny-llama-w192-q4_k_m.ref64.json", 1e-5, false},
+    {"w192_q5_k_m", "golden/quant2/tiny-llama-w192-q5_k_m.gguf", "golden/quant2/tiny-llama-w192-q5_k_m.ref64.json", 1e-5, false},
+    {"q2_q4_1_llamacpp", "golden/quant2/tiny-llama-q-q4_1.gguf", "golden/quant2/tiny-llama-q-q4_1.json", 6e-2, false},
+    {"q2_q5_0_llamacpp", "golden/quant2/tiny-llama-q-q5_0.gguf", "golden/quant2/tiny-llama-q-q5_0.json", 6e-2, false},
+    {"q2_q5_1_llamacpp", "golden/quant2/tiny-llama-q-q5_1.gguf", "golden/quant2/tiny-llama-q-q5_1.json", 6e-2, false},
+    {"q2_q2_k_llamacpp", "golden/quant2/tiny-llama-q-q2_k.gguf", "golden/quant2/tiny-llama-q-q2_k.json", 6e-2, false},
+    {"q2_q3_k_s_llamacpp", "golden/quant2/tiny-llama-q-q3_k_s.gguf", "golden/quant2/tiny-llama-q-q3_k_s.json", 6e-2, false},
+    {"q2_q3_k_m_llamacpp", "golden/quant2/tiny-llama-q-q3_k_m.gguf", "golden/quant2/tiny-llama-q-q3_k_m.json", 6e-2, false},
+    {"q2_q4_k_s_llamacpp", "golden/quant2/tiny-llama-q-q4_k_s.gguf", "golden/quant2/tiny-llama-q-q4_k_s.json", 6e-2, false},
+    {"q2_q5_k_s_llamacpp", "golden/quant2/tiny-llama-q-q5_k_s.gguf", "golden/quant2/tiny-llama-q-q5_k_s.json", 6e-2, false},
+    {"q2_q5_k_m_llamacpp", "golden/quant2/tiny-llama-q-q5_k_m.gguf", "golden/quant2/tiny-llama-q-q5_k_m.json", 6e-2, false},
+    {"q2_iq4_nl_llamacpp", "golden/quant2/tiny-llama-q-iq4_nl.gguf", "golden/quant2/tiny-llama-q-iq4_nl.json", 6e-2, false},
+    {"q2_iq4_xs_llamacpp", "golden/quant2/tiny-llama-q-iq4_xs.gguf", "golden/quant2/tiny-llama-q-iq4_xs.json", 6e-2, false},
+    {"w192_f32_llamacpp", "golden/quant2/tiny-llama-w192-f32.gguf", "golden/quant2/tiny-llama-w192-f32.json", 1e-4, false},
+    {"w192_q4_k_m_llamacpp", "golden/quant2/tiny-llama-w192-q4_k_m.gguf", "golden/quant2/tiny-llama-w192-q4_k_m.json", 6e-2, false},
+    {"w192_q5_k_m_llamacpp", "golden/quant2/tiny-llama-w192-q5_k_m.gguf", "golden/quant2/tiny-llama-w192-q5_k_m.json", 6e-2, false},
+    // Architectures (../shared/golden/arch/README.md): llama with rope_freqs, phi3 (fused
+    // qkv and gate|up), gemma3 and gemma2 (sliding windows, post norms, GeGLU, soft-capping).
+    // This engine computes GELU exactly, so the Gemmas are held to the float64 reference (with
+    // exact GELU) tightly and to llama.cpp (f16 GELU table) at the README's looser tolerances.
+    {"arch_llama3", "golden/arch/tiny-llama3.gguf", "golden/arch/tiny-llama3.json", 1e-4, false},
+    {"arch_phi3", "golden/arch/tiny-phi3.gguf", "golden/arch/tiny-phi3.json", 1e-4, false},
+    {"arch_gemma3", "golden/arch/tiny-gemma3.gguf", "golden/arch/tiny-gemma3.ref64.json", 1e-5, false},
+    {"arch_gemma3_llamacpp", "golden/arch/tiny-gemma3.gguf", "golden/arch/tiny-gemma3.json", 1e-3, false},
+    {"arch_gemma2", "golden/arch/tiny-gemma2.gguf", "golden/arch/tiny-gemma2.ref64.json", 3e-4, false},
+    {"arch_gemma2_llamacpp", "golden/arch/tiny-gemma2.gguf", "golden/arch/tiny-gemma2.json", 3e-2, false},
 };
 
 std::string Shared(const char* rel) { return std::string(SMARTGEN_SHARED_DIR) + "/" + rel; }

@@ -36,14 +36,20 @@ GgmlType TypeOf(const gguf::GgufFile& f, const std::string& name) {
 
 TEST(SyntheticModel, TypeNamesParseAndUnknownOnesDoNot) {
   SyntheticModelSpec spec;
-  for (const char* name : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}) {
+  for (const char* name : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k",
+                           "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl", "iq4_xs"}) {
     EXPECT_TRUE(ParseSyntheticType(name, &spec)) << name;
     EXPECT_FALSE(spec.q4_k_m);
+    EXPECT_EQ(spec.recipe, QuantRecipe::kNone);
   }
   EXPECT_TRUE(ParseSyntheticType("q4_k_m", &spec));
   EXPECT_TRUE(spec.q4_k_m);
   EXPECT_EQ(spec.type, GgmlType::kQ4_K);
-  EXPECT_FALSE(ParseSyntheticType("q5_0", &spec));  // a GGUF type we do not read
+  EXPECT_TRUE(ParseSyntheticType("Q5_K_M", &spec));
+  EXPECT_EQ(spec.recipe, QuantRecipe::kQ5_K_M);
+  EXPECT_TRUE(ParseSyntheticType("q3_k_m", &spec));
+  EXPECT_EQ(spec.recipe, QuantRecipe::kQ3_K_M);
+  EXPECT_FALSE(ParseSyntheticType("q8_k", &spec));  // a GGUF type, but not a weight type
   EXPECT_FALSE(ParseSyntheticType("q4", &spec));
 }
 
@@ -60,18 +66,46 @@ TEST(SyntheticModel, Q4KMFollowsLlamaCppsRecipe) {
     EXPECT_EQ(TypeOf(*f, b + "attn_q.weight"), GgmlType::kQ4_K) << l;
     EXPECT_EQ(TypeOf(*f, b + "ffn_up.weight"), GgmlType::kQ4_K) << l;
   }
-  // "tiny": 64-wide rows do not split into 256-wide super-blocks: Q4_0 and Q8_0 instead.
+  // "tiny": 64-wide rows do not split into 256-wide super-blocks: Q5_0 and Q8_0 instead.
   auto t = gguf::GgufFile::Open(Write("tiny", "q4_k_m"));
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(TypeOf(*t, "output.weight"), GgmlType::kQ8_0);
-  EXPECT_EQ(TypeOf(*t, "token_embd.weight"), GgmlType::kQ4_0);
-  EXPECT_EQ(TypeOf(*t, "blk.0.attn_k.weight"), GgmlType::kQ4_0);
+  EXPECT_EQ(TypeOf(*t, "token_embd.weight"), GgmlType::kQ5_0);
+  EXPECT_EQ(TypeOf(*t, "blk.0.attn_k.weight"), GgmlType::kQ5_0);
   EXPECT_EQ(TypeOf(*t, "blk.1.ffn_down.weight"), GgmlType::kQ8_0);
+}
+
+// The recipes give every matrix the type llama-quantize gave it in the golden files (2 layers,
+// 256-wide rows untied, and 192-wide rows tied, where the fallbacks apply).
+TEST(QuantRecipe, MatchesTheFilesLlamaQuantizeWrote) {
+  const std::string dir = std::string(SMARTGEN_SHARED_DIR) + "/golden/";
+  struct File {
+    const char* path;
+    QuantRecipe recipe;
+  };
+  for (const File& f : {File{"quant/tiny-llama-q-q4_k_m.gguf", QuantRecipe::kQ4_K_M},
+                        File{"quant2/tiny-llama-q-q3_k_m.gguf", QuantRecipe::kQ3_K_M},
+                        File{"quant2/tiny-llama-q-q5_k_m.gguf", QuantRecipe::kQ5_K_M},
+                        File{"quant2/tiny-llama-w192-q4_k_m.gguf", QuantRecipe::kQ4_K_M},
+                        File{"quant2/tiny-llama-w192-q5_k_m.gguf", QuantRecipe::kQ5_K_M}}) {
+    auto g = gguf::GgufFile::Open(dir + f.path);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    const bool tied = g->FindTensor("output.weight") == nullptr;
+    int checked = 0;
+    for (const gguf::TensorInfo& t : g->tensors()) {
+      if (t.ne.size() != 2) continue;
+      EXPECT_EQ(RecipeTensorType(f.recipe, GgmlType::kF32, t.name, 2, t.ne[0], tied), t.type)
+          << f.path << " " << t.name;
+      ++checked;
+    }
+    EXPECT_GE(checked, 15) << f.path;
+  }
 }
 
 TEST(SyntheticModel, EveryQuantizedTypeLoadsAndGivesFiniteLogits) {
   core::ThreadPool pool(2);
-  for (const char* type : {"q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"}) {
+  for (const char* type : {"q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m", "q4_1", "q5_0", "q5_1",
+                           "q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs", "q3_k_m", "q5_k_m"}) {
     auto m = Model::Load(Write("small", type));
     ASSERT_TRUE(m.ok()) << type << ": " << m.status().ToString();
     Forward forward(**m, &pool);
