@@ -209,10 +209,8 @@ std::uint32_t Tokenizer::TokenAttrs(TokenId id) const {
 Result<std::string> Tokenizer::ApplyChatTemplate(std::span<const ChatMessage> messages,
                                                  bool add_generation_prompt,
                                                  std::string_view template_name_or_text) const {
-  std::string_view source = template_name_or_text;
-  if (source.empty()) source = vocab_.chat_template;
-  if (source.empty()) source = "chatml";
-  SG_ASSIGN_OR_RETURN(ChatTemplateKind kind, DetectChatTemplate(source));
+  SG_ASSIGN_OR_RETURN(ChatTemplateKind kind,
+                      ResolveChatTemplate(template_name_or_text, vocab_.chat_template));
   return FormatChat(kind, messages, add_generation_prompt);
 }
 

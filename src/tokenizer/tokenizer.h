@@ -101,7 +101,7 @@ class Tokenizer {
 
   // Formats `messages` as a prompt. The family is `template_name_or_text` when given (a name
   // such as "chatml" or "llama3", or Jinja template text), else detected from the model's
-  // tokenizer.chat_template, else ChatML (llama.cpp's fallback). kInvalidArgument for a
+  // tokenizer.chat_template, else a plain completion prompt (ResolveChatTemplate). kInvalidArgument for a
   // template of an unsupported family. Encode the result with parse_special = true.
   Result<std::string> ApplyChatTemplate(std::span<const ChatMessage> messages,
                                         bool add_generation_prompt,

@@ -11,7 +11,9 @@
 namespace smartgen::tools {
 namespace {
 
-constexpr const char* kTypes = "f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, q4_k_m (llama.cpp's mix)";
+constexpr const char* kTypes =
+    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, "
+    "or a llama.cpp mix: q3_k_m, q4_k_m, q5_k_m";
 
 struct MakeModelOptions {
   std::string preset = "tiny";
