@@ -66,6 +66,8 @@ void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) 
   cmd.add_option("--ctx", c.max_context, "context length (0 = the model's)")->capture_default_str();
   cmd.add_option("--profile", c.profile_paths, "SmartGen profile(s) from `smartgen profile`")
       ->delimiter(',');
+  cmd.add_option("--heartbeat-timeout", c.heartbeat_timeout_s,
+                 "seconds of KV-link silence after which a peer is dead")->capture_default_str();
 }
 
 std::string Describe(const node::NodeConfig& c) {
@@ -106,6 +108,9 @@ void AddHttpFlags(CLI::App& cmd, server::HttpServerOptions& h) {
   cmd.add_option("--max-concurrent", h.max_concurrent, "generations at once; more get 429")
       ->capture_default_str();
   cmd.add_option("--max-body-bytes", h.max_body_bytes, "largest request body")->capture_default_str();
+  cmd.add_option_function<double>(
+      "--request-timeout", [&h](double s) { h.request_timeout = core::Seconds(s); },
+      "seconds a request may take, arrival to last token (default 600)");
 }
 
 Status ServeHttp(server::CompletionBackend* backend, const server::HttpServerOptions& options) {
@@ -169,6 +174,15 @@ void RegisterServe(CLI::App& app) {
   d->add_option("--transfer", decode->transfer_address, "KV listen address host:port")
       ->capture_default_str();
   d->add_option("--max-batch", decode->max_batch, "sequences per decode step")->capture_default_str();
+  d->add_option("--prefill-start-timeout", decode->prefill_start_timeout_s,
+                "seconds a registered request waits for its prefill to begin (then computes it here)")
+      ->capture_default_str();
+  d->add_option("--kv-progress-timeout", decode->kv_progress_timeout_s,
+                "longest prefill-side silence, in seconds, while a request awaits its KV")
+      ->capture_default_str();
+  d->add_option("--step-timeout", decode->step_timeout_s,
+                "longest KV wait of one decode step, in seconds (then the missing KV is computed here)")
+      ->capture_default_str();
   d->callback([decode] {
     if (int rc = ReportStatus("serve decode", ServeNode<node::DecodeNode>(*decode, "decode"))) {
       throw CLI::RuntimeError(rc);
@@ -185,6 +199,14 @@ void RegisterServe(CLI::App& app) {
       ->required();
   r->add_option("--default-mode", router->default_mode,
                 "transfer mode when a request names none")->capture_default_str();
+  r->add_option_function<double>(
+       "--stream-idle-timeout",
+       [router](double s) { router->router.stream_idle_timeout = core::Seconds(s); },
+       "seconds without a line from a decode node after which it is taken for hung (default 5)");
+  r->add_option_function<double>(
+       "--health-interval",
+       [router](double s) { router->router.health.interval = core::Seconds(s); },
+       "seconds between health checks of each node (default 0.5)");
   AddHttpFlags(*r, router->http);
   r->callback([router] {
     if (int rc = ReportStatus("serve router", ServeRouter(*router))) throw CLI::RuntimeError(rc);

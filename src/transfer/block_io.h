@@ -8,6 +8,8 @@
 // back into the Endpoint. Calls for different peers may be concurrent.
 #pragma once
 
+#include <memory>
+
 #include "core/status.h"
 #include "transfer/types.h"
 
@@ -19,10 +21,14 @@ struct ConstBlockView {
   ConstBytes v;
 };
 
-// Writable views of where one received block goes, each half_block_bytes() long.
+// Writable views of where one received block goes, each half_block_bytes() long. `owner`
+// keeps the memory behind the views alive: the engine holds it until it has reported the block
+// (OnBlockReady / OnBlockRejected) or abandoned the frame (a link that died mid-frame), so a
+// sink may forget a request at any time without a write landing in freed memory.
 struct BlockDestination {
   MutableBytes k;
   MutableBytes v;
+  std::shared_ptr<const void> owner;
 };
 
 // Why the engine stopped holding a request's KV.
@@ -62,8 +68,8 @@ class BlockSink {
   // Where block `key` goes. Called before its bytes are read off the link. Return kDiscard for a
   // block that is already complete: the engine never writes into a block the sink reports as
   // present, so a duplicate or corrupt copy cannot damage it. A non-OK status rejects the
-  // block (counted; the sender is told). The destination must stay valid until OnBlockReady or
-  // OnBlockRejected for the same key.
+  // block (counted; the sender is told). The destination must stay valid while its `owner`
+  // (or, when the sink sets none, the sink itself) is alive.
   virtual Status Prepare(const BlockKey& key, BlockDestination* destination,
                          SinkAction* action) = 0;
 

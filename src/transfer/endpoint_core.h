@@ -171,6 +171,16 @@ class Endpoint::Core {
   mutable RateMeter receive_meter_;
   Connection* handshaking_ = nullptr;  // the accepted connection in its handshake
 
+  // What a read pin's deleter calls back into. A transport may hold a pin (the block memory of
+  // a frame it still sends) past the endpoint's shutdown; the deleter then finds `core` null.
+  struct PinOwner {
+    std::mutex mu;
+    Core* core = nullptr;  // guarded by mu; cleared at the end of Shutdown
+  };
+  const std::shared_ptr<PinOwner> pin_owner_ = std::make_shared<PinOwner>();
+  // Drops one read pin of request_id (from a pin's deleter; takes mu_).
+  void Unpin(std::uint64_t request_id);
+
   std::unique_ptr<Listener> listener_;
   std::thread accept_thread_;
   std::thread housekeeping_;

@@ -48,6 +48,10 @@ Endpoint::Core::Core(EndpointConfig config, std::shared_ptr<Transport> transport
 Endpoint::Core::~Core() { Shutdown(); }
 
 void Endpoint::Core::Start() {
+  {
+    std::lock_guard<std::mutex> guard(pin_owner_->mu);
+    pin_owner_->core = this;
+  }
   housekeeping_ = std::thread([this] { HousekeepingLoop(); });
 }
 
@@ -388,6 +392,11 @@ void Endpoint::Core::Shutdown() {
     ApplyReleaseLocked(r);
   }
   lock.unlock();
+  {
+    // From here a pin the transport still holds unpins nothing: every lease is released.
+    std::lock_guard<std::mutex> guard(pin_owner_->mu);
+    pin_owner_->core = nullptr;
+  }
   callbacks_thread_.Stop(/*drain=*/true);
   listener_.reset();
 }

@@ -9,6 +9,11 @@
 
 namespace smartgen::transfer {
 
+void Endpoint::Core::Unpin(std::uint64_t request_id) {
+  Lock lock(mu_);
+  ApplyReleaseLocked(leases_.Unpin(request_id));
+}
+
 Status Endpoint::Core::SendFrame(Session& s, const EncodedHeader& header,
                                  std::span<const ConstBytes> payload, std::size_t bytes,
                                  std::shared_ptr<const void> keepalive, Lock& lock) {
@@ -98,10 +103,11 @@ void Endpoint::Core::SendChunk(Session& s, const Chunk& chunk, Lock& lock) {
     // The read pin lasts until the transport is done with the block memory, which for a
     // pipelining transport is after Send returns: the pin's owner unpins.
     static const char kPin = 0;  // any non-null pointer: only the deleter matters
-    auto pin = std::shared_ptr<const void>(&kPin, [this, rid = range.request_id](const void*) {
-      Lock unpin(mu_);
-      ApplyReleaseLocked(leases_.Unpin(rid));
-    });
+    auto pin = std::shared_ptr<const void>(
+        &kPin, [owner = pin_owner_, rid = range.request_id](const void*) {
+          std::lock_guard<std::mutex> guard(owner->mu);
+          if (owner->core != nullptr) owner->core->Unpin(rid);
+        });
     lock.lock();
     send_status = SendFrame(s, header, payload, h.payload_bytes, pin, lock);
     lock.unlock();

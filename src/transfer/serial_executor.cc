@@ -1,6 +1,9 @@
 #include "transfer/serial_executor.h"
 
 #include <chrono>
+#include <exception>
+
+#include "core/log.h"
 
 namespace smartgen::transfer {
 
@@ -45,7 +48,15 @@ void SerialExecutor::Loop() {
     std::function<void()> fn = std::move(tasks_.front().fn);
     tasks_.pop_front();
     lock.unlock();
-    fn();
+    // Tasks are callbacks into higher layers; an exception must not end the process from this
+    // thread (peer input is parsed without exceptions: this is the last line of defence).
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      SG_LOG_ERROR("transfer", "a callback threw ({}); it was dropped", e.what());
+    } catch (...) {
+      SG_LOG_ERROR("transfer", "a callback threw; it was dropped");
+    }
     fn = nullptr;  // destroy captures outside the lock
     lock.lock();
   }

@@ -51,7 +51,6 @@ class Deployment : public ::testing::Test {
     rc.model_path = TinyModelPath();
     for (auto& p : prefills_) rc.prefill_nodes.push_back("127.0.0.1:" + std::to_string(p->http_port()));
     rc.decode_nodes.push_back("127.0.0.1:" + std::to_string(decode_->http_port()));
-    rc.connect_timeout = core::Seconds(10);
     auto r = Router::Create(rc);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? std::move(*r) : nullptr;

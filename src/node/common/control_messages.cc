@@ -1,9 +1,11 @@
-#include "node/common/smartgen_messages.h"
+#include "node/common/control_messages.h"
 
 #include <cstring>
 
 namespace smartgen::node {
 namespace {
+
+constexpr std::size_t kMaxFailureText = 4096;
 
 class Writer {
  public:
@@ -12,6 +14,7 @@ class Writer {
     const auto* p = reinterpret_cast<const std::byte*>(&v);
     out.insert(out.end(), p, p + sizeof(T));
   }
+  void PutBytes(std::span<const std::byte> bytes) { out.insert(out.end(), bytes.begin(), bytes.end()); }
   std::vector<std::byte> out;
 };
 
@@ -20,98 +23,184 @@ class Reader {
   explicit Reader(std::span<const std::byte> in) : in_(in) {}
   template <typename T>
   Status Get(T* v) {
-    if (in_.size() - at_ < sizeof(T)) return DataLoss("control message truncated at byte {}", at_);
+    if (left() < sizeof(T)) return DataLoss("control message truncated at byte {}", at_);
     std::memcpy(v, in_.data() + at_, sizeof(T));
     at_ += sizeof(T);
     return Status::Ok();
   }
-  std::span<const std::byte> Rest() const { return in_.subspan(at_); }
+  std::span<const std::byte> Take(std::size_t n) {
+    auto s = in_.subspan(at_, n);
+    at_ += n;
+    return s;
+  }
+  std::span<const std::byte> Rest() { return Take(left()); }
   std::size_t left() const { return in_.size() - at_; }
+  Status End(ControlType type) const {
+    if (left() != 0) return DataLoss("{} message has {} trailing bytes", ControlTypeName(type), left());
+    return Status::Ok();
+  }
 
  private:
   std::span<const std::byte> in_;
   std::size_t at_ = 0;
 };
 
+// n x `fields` u32 words follow; the count must match the bytes exactly (no huge allocations).
+Status GetKeys(Reader& r, ControlType type, int fields, int layer, std::vector<select::BlockKey>* keys) {
+  std::uint32_t n = 0;
+  SG_RETURN_IF_ERROR(r.Get(&n));
+  if (r.left() != std::size_t{n} * 4 * fields) {
+    return DataLoss("{} message of {} blocks has {} bytes", ControlTypeName(type), n, r.left());
+  }
+  keys->clear();
+  keys->reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::uint32_t w[3] = {static_cast<std::uint32_t>(layer), 0, 0};
+    for (int f = 3 - fields; f < 3; ++f) SG_RETURN_IF_ERROR(r.Get(&w[f]));
+    keys->push_back({static_cast<std::int32_t>(w[0]), static_cast<std::int32_t>(w[1]),
+                     static_cast<std::int32_t>(w[2])});
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-std::vector<std::byte> EncodeSummaries(std::uint64_t request_id, std::span<const std::byte> summaries) {
+std::string_view ControlTypeName(ControlType type) {
+  switch (type) {
+    case ControlType::kPrefillDone: return "prefill_done";
+    case ControlType::kPrefillFailed: return "prefill_failed";
+    case ControlType::kSummaries: return "summaries";
+    case ControlType::kProactiveManifest: return "proactive_manifest";
+    case ControlType::kRequested: return "requested";
+    case ControlType::kPrefillStarted: return "prefill_started";
+  }
+  return "unknown";
+}
+
+ControlMessage ControlMessage::PrefillStarted(std::uint64_t id) {
+  ControlMessage m;
+  m.type = ControlType::kPrefillStarted;
+  m.request_id = id;
+  return m;
+}
+
+ControlMessage ControlMessage::PrefillDone(std::uint64_t id, std::int32_t first_token,
+                                           std::int64_t n_prompt) {
+  ControlMessage m = PrefillStarted(id);
+  m.type = ControlType::kPrefillDone;
+  m.first_token = first_token;
+  m.n_prompt = n_prompt;
+  return m;
+}
+
+ControlMessage ControlMessage::PrefillFailed(std::uint64_t id, const Status& why) {
+  ControlMessage m = PrefillStarted(id);
+  m.type = ControlType::kPrefillFailed;
+  m.failure = why;
+  return m;
+}
+
+ControlMessage ControlMessage::Summaries(std::uint64_t id, std::span<const std::byte> summaries) {
+  ControlMessage m = PrefillStarted(id);
+  m.type = ControlType::kSummaries;
+  m.summaries = summaries;
+  return m;
+}
+
+ControlMessage ControlMessage::Manifest(std::uint64_t id, int layer, std::vector<select::BlockKey> blocks) {
+  ControlMessage m = PrefillStarted(id);
+  m.type = ControlType::kProactiveManifest;
+  m.layer = layer;
+  m.blocks = std::move(blocks);
+  return m;
+}
+
+ControlMessage ControlMessage::Requested(std::uint64_t id, std::vector<select::BlockKey> blocks) {
+  ControlMessage m = PrefillStarted(id);
+  m.type = ControlType::kRequested;
+  m.blocks = std::move(blocks);
+  return m;
+}
+
+std::vector<std::byte> EncodeControl(const ControlMessage& m) {
   Writer w;
-  w.Put(request_id);
-  w.out.insert(w.out.end(), summaries.begin(), summaries.end());
+  w.Put(m.request_id);
+  switch (m.type) {
+    case ControlType::kPrefillStarted: break;
+    case ControlType::kPrefillDone:
+      w.Put(m.first_token);
+      w.Put(m.n_prompt);
+      break;
+    case ControlType::kPrefillFailed: {
+      const std::string text = m.failure.ToString().substr(0, kMaxFailureText);
+      w.Put(static_cast<std::uint32_t>(m.failure.code()));
+      w.Put(static_cast<std::uint32_t>(text.size()));
+      w.PutBytes(std::as_bytes(std::span(text.data(), text.size())));
+      break;
+    }
+    case ControlType::kSummaries: w.PutBytes(m.summaries); break;
+    case ControlType::kProactiveManifest:
+      w.Put(static_cast<std::uint32_t>(m.layer));
+      w.Put(static_cast<std::uint32_t>(m.blocks.size()));
+      for (const auto& k : m.blocks) {
+        w.Put(static_cast<std::uint32_t>(k.head));
+        w.Put(static_cast<std::uint32_t>(k.block));
+      }
+      break;
+    case ControlType::kRequested:
+      w.Put(static_cast<std::uint32_t>(m.blocks.size()));
+      for (const auto& k : m.blocks) {
+        w.Put(static_cast<std::uint32_t>(k.layer));
+        w.Put(static_cast<std::uint32_t>(k.head));
+        w.Put(static_cast<std::uint32_t>(k.block));
+      }
+      break;
+  }
   return std::move(w.out);
 }
 
-Result<std::uint64_t> DecodeSummaries(std::span<const std::byte> message,
-                                      std::span<const std::byte>* summaries) {
-  Reader r(message);
-  std::uint64_t id = 0;
-  SG_RETURN_IF_ERROR(r.Get(&id));
-  *summaries = r.Rest();
-  return id;
-}
-
-std::vector<std::byte> EncodeManifest(std::uint64_t request_id, int layer,
-                                      std::span<const select::BlockKey> blocks) {
-  Writer w;
-  w.Put(request_id);
-  w.Put(static_cast<std::uint32_t>(layer));
-  w.Put(static_cast<std::uint32_t>(blocks.size()));
-  for (const auto& k : blocks) {
-    w.Put(static_cast<std::uint32_t>(k.head));
-    w.Put(static_cast<std::uint32_t>(k.block));
+Result<ControlMessage> DecodeControl(std::uint32_t type, std::span<const std::byte> bytes) {
+  if (type < 1 || type > static_cast<std::uint32_t>(ControlType::kPrefillStarted)) {
+    return DataLoss("unknown control message type {}", type);
   }
-  return std::move(w.out);
-}
-
-Status DecodeManifest(std::span<const std::byte> message, std::uint64_t* request_id, int* layer,
-                      std::vector<select::BlockKey>* blocks) {
-  Reader r(message);
-  std::uint32_t l = 0, n = 0;
-  SG_RETURN_IF_ERROR(r.Get(request_id));
-  SG_RETURN_IF_ERROR(r.Get(&l));
-  SG_RETURN_IF_ERROR(r.Get(&n));
-  if (r.left() != std::size_t{n} * 8) return DataLoss("manifest of {} blocks has {} bytes", n, r.left());
-  *layer = static_cast<int>(l);
-  blocks->clear();
-  for (std::uint32_t i = 0; i < n; ++i) {
-    std::uint32_t h = 0, b = 0;
-    SG_RETURN_IF_ERROR(r.Get(&h));
-    SG_RETURN_IF_ERROR(r.Get(&b));
-    blocks->push_back({static_cast<std::int32_t>(l), static_cast<std::int32_t>(h), static_cast<std::int32_t>(b)});
+  ControlMessage m;
+  m.type = static_cast<ControlType>(type);
+  Reader r(bytes);
+  SG_RETURN_IF_ERROR(r.Get(&m.request_id));
+  switch (m.type) {
+    case ControlType::kPrefillStarted: break;
+    case ControlType::kPrefillDone:
+      SG_RETURN_IF_ERROR(r.Get(&m.first_token));
+      SG_RETURN_IF_ERROR(r.Get(&m.n_prompt));
+      if (m.first_token < 0 || m.n_prompt <= 0) {
+        return DataLoss("prefill_done with token {} and {} prompt tokens", m.first_token, m.n_prompt);
+      }
+      break;
+    case ControlType::kPrefillFailed: {
+      std::uint32_t code = 0, n = 0;
+      SG_RETURN_IF_ERROR(r.Get(&code));
+      SG_RETURN_IF_ERROR(r.Get(&n));
+      if (n > kMaxFailureText || r.left() != n) return DataLoss("prefill_failed text of {} bytes", n);
+      const auto text = r.Take(n);
+      const StatusCode c = code >= 1 && code <= static_cast<std::uint32_t>(StatusCode::kInternal)
+                               ? static_cast<StatusCode>(code)
+                               : StatusCode::kInternal;
+      m.failure = Status(c, std::string(reinterpret_cast<const char*>(text.data()), text.size()));
+      break;
+    }
+    case ControlType::kSummaries: m.summaries = r.Rest(); break;
+    case ControlType::kProactiveManifest: {
+      std::uint32_t layer = 0;
+      SG_RETURN_IF_ERROR(r.Get(&layer));
+      if (layer > (1u << 16)) return DataLoss("proactive_manifest of layer {}", layer);
+      m.layer = static_cast<int>(layer);
+      SG_RETURN_IF_ERROR(GetKeys(r, m.type, 2, m.layer, &m.blocks));
+      break;
+    }
+    case ControlType::kRequested: SG_RETURN_IF_ERROR(GetKeys(r, m.type, 3, 0, &m.blocks)); break;
   }
-  return Status::Ok();
-}
-
-std::vector<std::byte> EncodeRequested(std::uint64_t request_id,
-                                       std::span<const select::BlockKey> blocks) {
-  Writer w;
-  w.Put(request_id);
-  w.Put(static_cast<std::uint32_t>(blocks.size()));
-  for (const auto& k : blocks) {
-    w.Put(static_cast<std::uint32_t>(k.layer));
-    w.Put(static_cast<std::uint32_t>(k.head));
-    w.Put(static_cast<std::uint32_t>(k.block));
-  }
-  return std::move(w.out);
-}
-
-Status DecodeRequested(std::span<const std::byte> message, std::uint64_t* request_id,
-                       std::vector<select::BlockKey>* blocks) {
-  Reader r(message);
-  std::uint32_t n = 0;
-  SG_RETURN_IF_ERROR(r.Get(request_id));
-  SG_RETURN_IF_ERROR(r.Get(&n));
-  if (r.left() != std::size_t{n} * 12) return DataLoss("request list of {} blocks has {} bytes", n, r.left());
-  blocks->clear();
-  for (std::uint32_t i = 0; i < n; ++i) {
-    std::uint32_t l = 0, h = 0, b = 0;
-    SG_RETURN_IF_ERROR(r.Get(&l));
-    SG_RETURN_IF_ERROR(r.Get(&h));
-    SG_RETURN_IF_ERROR(r.Get(&b));
-    blocks->push_back({static_cast<std::int32_t>(l), static_cast<std::int32_t>(h), static_cast<std::int32_t>(b)});
-  }
-  return Status::Ok();
+  SG_RETURN_IF_ERROR(r.End(m.type));
+  return m;
 }
 
 }  // namespace smartgen::node

@@ -1,14 +1,22 @@
-// Binary control messages of the SmartGen mode, carried on the KV link (ControlType in
-// protocol.h). All little-endian; every decoder checks lengths and returns kDataLoss for a
-// short or inconsistent message.
+// The messages that ride the KV link (transfer control messages, in order with each other):
+// one binary encoding for all of them, one encoder, one decoder that never throws.
 //
-//   kSummaries          u64 request_id, then select::LayerSummaries::Serialize() bytes
-//   kProactiveManifest  u64 request_id, u32 layer, u32 n, n x (u32 head, u32 block)
-//   kRequested          u64 request_id, u32 n, n x (u32 layer, u32 head, u32 block)
+//   header       u64 request_id
+//   kPrefillStarted     (nothing more)                 prefill -> decode: the prefill began
+//   kPrefillDone        i32 first_token, i64 n_prompt  prefill -> decode: KV computed, token 1
+//   kPrefillFailed      u32 code, u32 n, n bytes text  prefill -> decode: compute it yourself
+//   kSummaries          select::LayerSummaries::Serialize() bytes (one layer)
+//   kProactiveManifest  u32 layer, u32 n, n x (u32 head, u32 block)
+//   kRequested          u32 n, n x (u32 layer, u32 head, u32 block)  decode -> prefill: fetched
+//                                                                     on demand, do not stream
+// All little-endian. DecodeControl checks every length and count against the bytes present
+// and returns kDataLoss for a short, long or unknown message; it does not check ranges against
+// a model (the receiver does, against the request's geometry).
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/result.h"
@@ -16,19 +24,37 @@
 
 namespace smartgen::node {
 
-std::vector<std::byte> EncodeSummaries(std::uint64_t request_id, std::span<const std::byte> summaries);
-// The request id; `summaries` points into `message`.
-Result<std::uint64_t> DecodeSummaries(std::span<const std::byte> message,
-                                      std::span<const std::byte>* summaries);
+enum class ControlType : std::uint32_t {
+  kPrefillDone = 1,
+  kPrefillFailed = 2,
+  kSummaries = 3,
+  kProactiveManifest = 4,
+  kRequested = 5,
+  kPrefillStarted = 6,
+};
+std::string_view ControlTypeName(ControlType type);
 
-std::vector<std::byte> EncodeManifest(std::uint64_t request_id, int layer,
-                                      std::span<const select::BlockKey> blocks);
-Status DecodeManifest(std::span<const std::byte> message, std::uint64_t* request_id, int* layer,
-                      std::vector<select::BlockKey>* blocks);
+struct ControlMessage {
+  ControlType type = ControlType::kPrefillStarted;
+  std::uint64_t request_id = 0;
+  std::int32_t first_token = -1;            // kPrefillDone
+  std::int64_t n_prompt = 0;                // kPrefillDone
+  Status failure;                           // kPrefillFailed
+  std::span<const std::byte> summaries;     // kSummaries: a view into the decoded bytes
+  int layer = 0;                            // kProactiveManifest
+  std::vector<select::BlockKey> blocks;     // kProactiveManifest (of `layer`), kRequested
 
-std::vector<std::byte> EncodeRequested(std::uint64_t request_id,
-                                       std::span<const select::BlockKey> blocks);
-Status DecodeRequested(std::span<const std::byte> message, std::uint64_t* request_id,
-                       std::vector<select::BlockKey>* blocks);
+  static ControlMessage PrefillStarted(std::uint64_t id);
+  static ControlMessage PrefillDone(std::uint64_t id, std::int32_t first_token, std::int64_t n_prompt);
+  static ControlMessage PrefillFailed(std::uint64_t id, const Status& why);
+  static ControlMessage Summaries(std::uint64_t id, std::span<const std::byte> summaries);
+  static ControlMessage Manifest(std::uint64_t id, int layer, std::vector<select::BlockKey> blocks);
+  static ControlMessage Requested(std::uint64_t id, std::vector<select::BlockKey> blocks);
+};
+
+// The wire bytes of `m` (its type travels as the transfer control message type).
+std::vector<std::byte> EncodeControl(const ControlMessage& m);
+// Parses a control message of `type`. `bytes` must outlive the result's `summaries` view.
+Result<ControlMessage> DecodeControl(std::uint32_t type, std::span<const std::byte> bytes);
 
 }  // namespace smartgen::node

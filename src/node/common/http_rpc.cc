@@ -91,16 +91,22 @@ bool LineQueue::Pop(std::string* line, bool* got, core::Nanos wait) {
 void StreamLines(httplib::Response& res, std::shared_ptr<LineQueue> queue,
                  std::function<void()> on_disconnect) {
   auto finished = std::make_shared<bool>(false);
+  auto last_write = std::make_shared<core::Nanos>(core::NowNanos());
   res.set_chunked_content_provider(
       "application/x-ndjson",
-      [queue, finished, on_disconnect](std::size_t, httplib::DataSink& sink) {
+      [queue, finished, last_write, on_disconnect](std::size_t, httplib::DataSink& sink) {
         std::string line;
         bool got = false;
         // Short waits so a vanished client is noticed between events.
         const bool more = queue->Pop(&line, &got, core::Millis(100));
+        if (!got && more && core::NowNanos() - *last_write >= kStreamAliveInterval) {
+          line = R"({"event":"alive"})";  // tells the reader this node is not hung
+          got = true;
+        }
         if (got) {
           line += '\n';
           if (!sink.write(line.data(), line.size())) return false;
+          *last_write = core::NowNanos();
         } else if (more && !sink.is_writable()) {
           return false;
         }
@@ -145,10 +151,60 @@ Result<nlohmann::json> GetJson(const NodeAddress& node, const std::string& path,
   return ParseJsonText(r->body);
 }
 
-Status PostStream(const NodeAddress& node, const std::string& path, const nlohmann::json& body,
-                  core::Nanos timeout, const std::function<bool(const nlohmann::json&)>& on_line) {
+Status GetOk(const NodeAddress& node, const std::string& path, core::Nanos timeout) {
   httplib::Client cli(node.host, node.port);
   SetTimeouts(cli, timeout);
+  auto r = cli.Get(path);
+  return ReplyToStatus(r).WithContext(fmt::format("{} {}", node.ToString(), path));
+}
+
+void AbortableCall::Abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
+  if (client_ != nullptr) client_->stop();
+}
+
+bool AbortableCall::aborted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return aborted_;
+}
+
+bool AbortableCall::Attach(httplib::Client* client) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (aborted_) return false;
+  client_ = client;
+  return true;
+}
+
+void AbortableCall::Detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  client_ = nullptr;
+}
+
+Result<nlohmann::json> AbortableCall::PostJson(const NodeAddress& node, const std::string& path,
+                                               const nlohmann::json& body, core::Nanos timeout) {
+  httplib::Client cli(node.host, node.port);
+  SetTimeouts(cli, timeout);
+  if (!Attach(&cli)) return Cancelled("{} {}: aborted", node.ToString(), path);
+  auto r = cli.Post(path, body.dump(), "application/json");
+  Detach();
+  if (aborted()) return Cancelled("{} {}: aborted", node.ToString(), path);
+  SG_RETURN_IF_ERROR(ReplyToStatus(r).WithContext(fmt::format("{} {}", node.ToString(), path)));
+  return ParseJsonText(r->body);
+}
+
+Status PostStream(const NodeAddress& node, const std::string& path, const nlohmann::json& body,
+                  core::Nanos timeout, const std::function<bool(const nlohmann::json&)>& on_line,
+                  AbortableCall* abort) {
+  httplib::Client cli(node.host, node.port);
+  SetTimeouts(cli, timeout);
+  if (abort != nullptr && !abort->Attach(&cli)) return Cancelled("{}{}: aborted", node.ToString(), path);
+  struct Detacher {
+    AbortableCall* a;
+    ~Detacher() {
+      if (a) a->Detach();
+    }
+  } detacher{abort};
   std::string pending;
   Status parse_error;
   bool stopped = false;
@@ -187,6 +243,7 @@ Status PostStream(const NodeAddress& node, const std::string& path, const nlohma
     return true;
   };
   auto r = cli.send(req);
+  if (abort != nullptr && abort->aborted()) return Cancelled("{}{}: aborted", node.ToString(), path);
   if (!parse_error.ok()) return parse_error;
   if (stopped) return Status::Ok();
   if (!r) {

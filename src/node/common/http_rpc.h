@@ -38,6 +38,10 @@ class LineQueue {
   bool closed_ = false;
 };
 
+// A stream writes {"event":"alive"} after this long without a line, so its reader can use a
+// short inactivity timeout to tell a hung node from a slow request.
+inline constexpr core::Nanos kStreamAliveInterval = core::Seconds(1);
+
 // Streams `queue` as the chunked NDJSON body of `res`. `on_disconnect` runs (once) if the client
 // goes away before the queue is closed.
 void StreamLines(httplib::Response& res, std::shared_ptr<LineQueue> queue,
@@ -58,9 +62,39 @@ Result<nlohmann::json> PostJson(const NodeAddress& node, const std::string& path
 // GET path; the JSON reply.
 Result<nlohmann::json> GetJson(const NodeAddress& node, const std::string& path,
                                core::Nanos timeout);
+// GET path; OK when the node answered 200 (any body).
+Status GetOk(const NodeAddress& node, const std::string& path, core::Nanos timeout);
+
+class AbortableCall;
 // POST path and read an NDJSON reply line by line; on_line returning false stops reading.
-// OK when the stream ended normally.
+// OK when the stream ended normally. `timeout` bounds the connection and every read: with a
+// node that writes a line at least every kStreamAliveInterval it is an inactivity timeout.
+// `abort` (may be null) lets another thread end the call at once (kCancelled).
 Status PostStream(const NodeAddress& node, const std::string& path, const nlohmann::json& body,
-                  core::Nanos timeout, const std::function<bool(const nlohmann::json&)>& on_line);
+                  core::Nanos timeout, const std::function<bool(const nlohmann::json&)>& on_line,
+                  AbortableCall* abort = nullptr);
+
+// Lets one thread abort another's HTTP call to a node (its socket is shut down, the call
+// returns kCancelled). Abort before or during the call; each object serves one call.
+// Thread-safety: Abort from any thread.
+class AbortableCall {
+ public:
+  void Abort();
+  bool aborted() const;
+  // POST with a JSON body, abortable; as PostJson otherwise.
+  Result<nlohmann::json> PostJson(const NodeAddress& node, const std::string& path,
+                                  const nlohmann::json& body, core::Nanos timeout);
+
+ private:
+  friend Status PostStream(const NodeAddress&, const std::string&, const nlohmann::json&,
+                           core::Nanos, const std::function<bool(const nlohmann::json&)>&,
+                           AbortableCall*);
+  // Registers the client of the call in progress; false when already aborted.
+  bool Attach(httplib::Client* client);
+  void Detach();
+  mutable std::mutex mu_;
+  httplib::Client* client_ = nullptr;  // guarded by mu_
+  bool aborted_ = false;               // guarded by mu_
+};
 
 }  // namespace smartgen::node

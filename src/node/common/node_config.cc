@@ -65,6 +65,9 @@ Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c,
   e.token = c.token;
   e.link.gbps = c.link_gbps;
   e.link.latency = static_cast<core::Nanos>(c.link_latency_ms * core::kNanosPerMilli);
+  if (!(c.heartbeat_timeout_s > 0)) return InvalidArgument("heartbeat timeout must be positive");
+  e.heartbeat_timeout = core::Seconds(c.heartbeat_timeout_s);
+  e.heartbeat_interval = std::min(e.heartbeat_interval, e.heartbeat_timeout / 4);
   if (transport) {
     r.transport = std::move(transport);
   } else {

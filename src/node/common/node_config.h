@@ -38,6 +38,12 @@ struct NodeConfig {
   std::int64_t warmup_tokens = 256;
   bool fast_dot = false;  // decode with VNNI / BF16 dot products (kernels::SetFastDot)
   std::vector<std::string> profile_paths;    // SmartGen profiles (one per prompt-length bucket)
+  // The deadline of each waiting phase of a decode request (decode/request_state.h), and the
+  // KV link's silence after which a peer is dead (its requests fall back or fail over).
+  double prefill_start_timeout_s = 30;  // registered until the prefill node begins
+  double kv_progress_timeout_s = 10;    // longest prefill-side silence while awaiting KV
+  double step_timeout_s = 5;            // longest KV wait of one decode step
+  double heartbeat_timeout_s = 3;
 };
 
 // What a node builds from its config, in dependency order.

@@ -200,6 +200,7 @@ DecodeEvent DecodeEvent::Error(const Status& status) {
 json ToJson(const DecodeEvent& v) {
   switch (v.kind) {
     case DecodeEvent::Kind::kAccepted: return {{"event", "accepted"}};
+    case DecodeEvent::Kind::kAlive: return {{"event", "alive"}};
     case DecodeEvent::Kind::kToken:
       return {{"event", "token"}, {"index", v.index}, {"token", v.token}};
     case DecodeEvent::Kind::kDone:
@@ -218,6 +219,8 @@ Result<DecodeEvent> ParseDecodeEvent(const json& j) {
   SG_RETURN_IF_ERROR(f.Required("event", &event));
   if (event == "accepted") {
     v.kind = DecodeEvent::Kind::kAccepted;
+  } else if (event == "alive") {
+    v.kind = DecodeEvent::Kind::kAlive;
   } else if (event == "token") {
     v.kind = DecodeEvent::Kind::kToken;
     SG_RETURN_IF_ERROR(f.Required("index", &v.index));
@@ -234,20 +237,6 @@ Result<DecodeEvent> ParseDecodeEvent(const json& j) {
   } else {
     return InvalidArgument("decode event: unknown event '{}'", event);
   }
-  return v;
-}
-
-json ToJson(const PrefillDone& v) {
-  return {{"request_id", v.request_id}, {"first_token", v.first_token}, {"n_prompt", v.n_prompt}};
-}
-
-Result<PrefillDone> ParsePrefillDone(const json& j) {
-  PrefillDone v;
-  Fields f(j, "prefill done");
-  SG_RETURN_IF_ERROR(f.Check());
-  SG_RETURN_IF_ERROR(f.Required("request_id", &v.request_id));
-  SG_RETURN_IF_ERROR(f.Required("first_token", &v.first_token));
-  SG_RETURN_IF_ERROR(f.Required("n_prompt", &v.n_prompt));
   return v;
 }
 

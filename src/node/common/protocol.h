@@ -5,8 +5,8 @@
 //   POST /internal/prefill  PrefillCall -> PrefillReply            (prefill node)
 //   POST /internal/decode   DecodeCall  -> NDJSON DecodeEvent stream (decode node)
 //   POST /internal/cancel   {"request_id": n}                       (both)
-// Prefill node -> decode node messages ride the KV link as transfer control messages
-// (ControlType), so they are ordered with the link and need no second channel.
+// Prefill node <-> decode node messages ride the KV link as transfer control messages
+// (control_messages.h), so they are ordered with the link and need no second channel.
 //
 // Every parser validates types and ranges and returns kInvalidArgument naming the field.
 #pragma once
@@ -65,7 +65,8 @@ struct DecodeCall {
 
 // One line of a decode stream.
 struct DecodeEvent {
-  enum class Kind { kAccepted, kToken, kDone, kError } kind = Kind::kAccepted;
+  // kAlive: a keep-alive line (http_rpc.h kStreamAliveInterval), nothing else.
+  enum class Kind { kAccepted, kToken, kDone, kError, kAlive } kind = Kind::kAccepted;
   int index = 0;                 // kToken: position in the output (0 = first token)
   std::int32_t token = -1;       // kToken
   std::string finish_reason;     // kDone: "length" | "stop" | "cancelled"
@@ -79,27 +80,11 @@ struct DecodeEvent {
   static DecodeEvent Error(const Status& status);
 };
 
-// Transfer control message types.
-enum class ControlType : std::uint32_t {
-  kPrefillDone = 1,        // prefill -> decode: PrefillDone as JSON
-  kPrefillFailed = 2,      // prefill -> decode: {"request_id", "code", "message"}
-  kSummaries = 3,          // prefill -> decode: a layer's block summaries (smartgen_messages.h)
-  kProactiveManifest = 4,  // prefill -> decode: the blocks a layer's proactive push carries
-  kRequested = 5,          // decode -> prefill: blocks fetched on demand (not to be streamed)
-};
-
-struct PrefillDone {
-  std::uint64_t request_id = 0;
-  std::int32_t first_token = -1;
-  std::int64_t n_prompt = 0;
-};
-
 nlohmann::json ToJson(const NodeInfo& v);
 nlohmann::json ToJson(const PrefillCall& v);
 nlohmann::json ToJson(const PrefillReply& v);
 nlohmann::json ToJson(const DecodeCall& v);
 nlohmann::json ToJson(const DecodeEvent& v);
-nlohmann::json ToJson(const PrefillDone& v);
 nlohmann::json ToJson(const model::SamplingParams& v);
 
 Result<NodeInfo> ParseNodeInfo(const nlohmann::json& j);
@@ -107,7 +92,6 @@ Result<PrefillCall> ParsePrefillCall(const nlohmann::json& j);
 Result<PrefillReply> ParsePrefillReply(const nlohmann::json& j);
 Result<DecodeCall> ParseDecodeCall(const nlohmann::json& j);
 Result<DecodeEvent> ParseDecodeEvent(const nlohmann::json& j);
-Result<PrefillDone> ParsePrefillDone(const nlohmann::json& j);
 Result<model::SamplingParams> ParseSamplingParams(const nlohmann::json& j);
 
 // Parses text as JSON without throwing: kInvalidArgument with the parser's message.

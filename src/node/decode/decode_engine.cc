@@ -32,7 +32,19 @@ DecodeEngine::~DecodeEngine() { Stop(); }
 void DecodeEngine::Submit(EngineJob job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    incoming_.push_back(std::move(job));
+    if (!stop_) {
+      incoming_.push_back(std::move(job));
+      cv_.notify_all();
+      return;
+    }
+  }
+  if (job.on_done) job.on_done(Cancelled("the decode engine is stopping"), "cancelled", {});
+}
+
+void DecodeEngine::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_ = true;
   }
   cv_.notify_all();
 }
@@ -68,9 +80,11 @@ void DecodeEngine::Loop() {
         if (waiting_.empty()) {
           cv_.wait(lock, [&] { return stop_ || !incoming_.empty() || !cancels_.empty(); });
         } else {
-          cv_.wait_for(lock, std::chrono::nanoseconds(options_.idle_wait));
+          cv_.wait_for(lock, std::chrono::nanoseconds(options_.idle_wait),
+                       [&] { return stop_ || wake_ || !incoming_.empty() || !cancels_.empty(); });
         }
       }
+      wake_ = false;
       if (stop_) break;
       while (!incoming_.empty()) {
         waiting_.push_back(std::make_unique<Seq>(std::move(incoming_.front())));

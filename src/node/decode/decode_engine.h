@@ -47,8 +47,8 @@ struct Readiness {
 
 struct EngineJob {
   std::uint64_t request_id = 0;
-  kv::SequenceKv* kv = nullptr;           // the sequence's KV (prompt reserved); owned by keepalive
-  std::shared_ptr<void> keepalive;        // keeps `kv` (and whatever else) alive while running
+  kv::SequenceKv* kv = nullptr;           // the sequence's KV (prompt reserved), in `owner`
+  std::shared_ptr<void> owner;            // owns what `kv` and `attention` point into
   std::vector<std::int32_t> prompt;
   int max_tokens = 16;
   model::SamplingParams sampling;
@@ -56,7 +56,9 @@ struct EngineJob {
   core::Deadline deadline = core::Deadline::Never();
   model::AttentionOverride* attention = nullptr;  // decode-step attention (SmartGen), or dense
 
-  std::function<Readiness()> ready;       // polled while waiting; null = prefill locally at once
+  // Asked while waiting: at every Wake() and at least every idle_wait (for deadlines);
+  // null = prefill locally at once.
+  std::function<Readiness()> ready;
   // Token `index` of the output; return false to cancel the job.
   std::function<bool(int index, std::int32_t token)> on_token;
   // Exactly once: OK with "length" | "stop" | "cancelled", or the error. `stats` has engine-side
@@ -67,7 +69,7 @@ struct EngineJob {
 
 struct DecodeEngineOptions {
   int max_batch = 64;                     // running sequences per step
-  core::Nanos idle_wait = core::Millis(1);  // sleep when only waiting jobs exist
+  core::Nanos idle_wait = core::Millis(20);  // longest sleep when only waiting jobs exist
 };
 
 class DecodeEngine {
@@ -77,7 +79,10 @@ class DecodeEngine {
   DecodeEngine(const DecodeEngine&) = delete;
   DecodeEngine& operator=(const DecodeEngine&) = delete;
 
+  // After Stop, the job ends at once (kCancelled).
   void Submit(EngineJob job);
+  // Something a waiting job depends on changed: ask the waiting jobs again now.
+  void Wake();
   // Ends the job with "cancelled" at the next step boundary. Unknown id: no-op.
   void Cancel(std::uint64_t request_id);
   // Fails every job with kCancelled and joins the thread.
@@ -105,6 +110,7 @@ class DecodeEngine {
   std::deque<EngineJob> incoming_;
   std::vector<std::uint64_t> cancels_;
   bool stop_ = false;
+  bool wake_ = false;
   std::atomic<int> n_running_{0}, n_waiting_{0};
   std::atomic<std::uint64_t> steps_{0};
   std::vector<std::unique_ptr<Seq>> waiting_, running_;  // engine thread only

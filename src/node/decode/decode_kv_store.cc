@@ -8,7 +8,6 @@ Result<std::shared_ptr<DecodeKvStore::Entry>> DecodeKvStore::Add(std::uint64_t r
   auto entry = std::make_shared<Entry>(pool_, pool_->geometry(), n_prompt, request_id);
   SG_RETURN_IF_ERROR(entry->kv.Reserve(std::max(n_prompt, capacity_tokens)));
   std::lock_guard<std::mutex> lock(mu_);
-  FreeRetiredLocked();
   if (entries_.count(request_id)) return InvalidArgument("request {} is already known", request_id);
   entries_.emplace(request_id, entry);
   return entry;
@@ -24,22 +23,12 @@ void DecodeKvStore::Remove(std::uint64_t request_id) {
   std::shared_ptr<Entry> e;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    FreeRetiredLocked();
     auto it = entries_.find(request_id);
     if (it == entries_.end()) return;
     e = std::move(it->second);
     entries_.erase(it);
-    if (e->pending_writes.load(std::memory_order_acquire) > 0) retired_.emplace_back(core::NowNanos(), e);
   }
   e->residency.Cancel();
-}
-
-void DecodeKvStore::FreeRetiredLocked() {
-  const core::Nanos now = core::NowNanos();
-  std::erase_if(retired_, [now](const auto& r) {
-    return r.second->pending_writes.load(std::memory_order_acquire) == 0 ||
-           now - r.first > kRetireGrace;
-  });
 }
 
 std::size_t DecodeKvStore::size() const {
@@ -67,40 +56,29 @@ Status DecodeKvStore::Prepare(const transfer::BlockKey& key,
     return Status::Ok();
   }
   std::byte* data = e->kv.BlockData(key.layer, key.kv_head, key.block);
-  e->pending_writes.fetch_add(1, std::memory_order_acq_rel);
   destination->k = {data, g.half_block_bytes()};
   destination->v = {data + g.half_block_bytes(), g.half_block_bytes()};
+  destination->owner = std::move(e);
   *action = transfer::SinkAction::kWrite;
   return Status::Ok();
 }
 
-std::shared_ptr<DecodeKvStore::Entry> DecodeKvStore::FindWriting(std::uint64_t request_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(request_id);
-  if (it != entries_.end()) return it->second;
-  for (const auto& r : retired_) {
-    if (r.second->request_id == request_id) return r.second;
-  }
-  return nullptr;
-}
-
 void DecodeKvStore::OnBlockReady(const transfer::BlockKey& key) {
-  if (auto e = FindWriting(key.request_id)) {
+  // A request removed meanwhile no longer counts what arrives for it.
+  if (auto e = Find(key.request_id)) {
     kv::BlockState previous = kv::BlockState::kAbsent;
     e->residency.MarkPresent(key.layer, key.kv_head, key.block, &previous);
     e->blocks_received.fetch_add(1, std::memory_order_relaxed);
     if (previous == kv::BlockState::kRequested) {
       e->blocks_requested_received.fetch_add(1, std::memory_order_relaxed);
     }
-    e->pending_writes.fetch_sub(1, std::memory_order_acq_rel);
+    e->last_block_at.store(core::NowNanos(), std::memory_order_relaxed);
+    if (on_block_ready_) on_block_ready_();
   }
 }
 
 void DecodeKvStore::OnBlockRejected(const transfer::BlockKey& key, const Status&) {
-  if (auto e = FindWriting(key.request_id)) {
-    e->residency.MarkAbsent(key.layer, key.kv_head, key.block);
-    e->pending_writes.fetch_sub(1, std::memory_order_acq_rel);
-  }
+  if (auto e = Find(key.request_id)) e->residency.MarkAbsent(key.layer, key.kv_head, key.block);
 }
 
 }  // namespace smartgen::node

@@ -3,14 +3,14 @@
 // over its prompt blocks; arriving blocks are written straight into the sequence's blocks and
 // marked PRESENT after their checksum passed. Blocks of unknown (finished, cancelled) requests
 // and blocks already present are discarded, so a duplicate or late copy never overwrites data.
-// A removed request's memory is kept until no block write into it is pending (the engine is
-// between Prepare and OnBlockReady/OnBlockRejected), or for kRetireGrace if the link died
-// mid-frame and no callback will come.
+// Each destination handed to the engine owns its entry (BlockDestination::owner), so a removed
+// request's memory lives exactly as long as a write into it can still happen.
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -35,13 +35,15 @@ class DecodeKvStore final : public transfer::BlockSink {
     kv::Residency residency;  // over the prompt's blocks
     std::int64_t n_prompt;
     std::uint64_t request_id;
-    std::atomic<int> pending_writes{0};
     std::atomic<std::uint64_t> blocks_received{0};  // verified copies written (duplicates too)
     std::atomic<std::uint64_t> blocks_duplicate{0};  // arrived when already present: dropped
     std::atomic<std::uint64_t> blocks_requested_received{0};  // ... of blocks asked for on demand
+    std::atomic<core::Nanos> last_block_at{0};  // when the last verified block landed
   };
 
   explicit DecodeKvStore(kv::BlockPool* pool) : pool_(pool) {}
+  // Called (on a transfer thread) after each block landed; set before the store is shared.
+  void set_on_block_ready(std::function<void()> fn) { on_block_ready_ = std::move(fn); }
 
   // Registers a request whose prompt has n_prompt tokens and reserves KV for `capacity_tokens`
   // (prompt + output). kResourceExhausted when the pool is full; kInvalidArgument if known.
@@ -60,15 +62,9 @@ class DecodeKvStore final : public transfer::BlockSink {
 
  private:
   kv::BlockPool* pool_;
+  std::function<void()> on_block_ready_;
   mutable std::mutex mu_;
-  // The live or retired entry a pending write belongs to.
-  std::shared_ptr<Entry> FindWriting(std::uint64_t request_id) const;
-  void FreeRetiredLocked();
-
-  static constexpr core::Nanos kRetireGrace = core::Seconds(10);
-
   std::unordered_map<std::uint64_t, std::shared_ptr<Entry>> entries_;
-  std::vector<std::pair<core::Nanos, std::shared_ptr<Entry>>> retired_;  // (when, entry)
 };
 
 }  // namespace smartgen::node

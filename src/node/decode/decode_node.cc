@@ -3,32 +3,31 @@
 #include <cstring>
 
 #include "core/log.h"
-#include "node/common/smartgen_messages.h"
 #include "node/common/transfer_metrics.h"
 
 namespace smartgen::node {
 
 using nlohmann::json;
 
-struct DecodeNode::Request {
-  DecodeCall call;
-  std::shared_ptr<DecodeKvStore::Entry> entry;  // prompt KV filled over the link (disaggregated)
-  std::unique_ptr<kv::SequenceKv> local_kv;     // KV computed here (colocated or fallback)
-  std::unique_ptr<SmartgenSession> smartgen;    // smartgen mode
-  std::shared_ptr<LineQueue> events = std::make_shared<LineQueue>();
-  core::Nanos start = core::NowNanos();
-  std::atomic<bool> client_gone{false};
+namespace {
 
-  std::mutex mu;  // guards the fields below
-  bool prefill_done = false;
-  std::int32_t first_token = -1;
-  std::optional<transfer::PeerId> peer;
-  bool fallback = false;       // compute the prompt here: the prefill side failed
-  std::string fallback_reason;
-  bool link_finished = false;  // FinishRequest sent: the prefill node may free the KV
-  core::Nanos prefill_done_at = 0;
-  core::Nanos kv_ready_at = 0;
-};
+RequestDeadlines DeadlinesOf(const NodeConfig& c) {
+  RequestDeadlines d;
+  d.prefill_start = core::Seconds(c.prefill_start_timeout_s);
+  d.kv_progress = core::Seconds(c.kv_progress_timeout_s);
+  d.step = core::Seconds(c.step_timeout_s);
+  return d;
+}
+
+Result<std::uint64_t> RequestIdOf(const std::string& body) {
+  SG_ASSIGN_OR_RETURN(json j, ParseJsonText(body));
+  if (!j.is_object() || !j.contains("request_id") || !j["request_id"].is_number_unsigned()) {
+    return InvalidArgument("expected {{\"request_id\": n}}");
+  }
+  return j["request_id"].get<std::uint64_t>();
+}
+
+}  // namespace
 
 Result<std::unique_ptr<DecodeNode>> DecodeNode::Create(const NodeConfig& config,
                                                 std::shared_ptr<transfer::Transport> transport) {
@@ -44,6 +43,14 @@ DecodeNode::DecodeNode(NodeConfig config, NodeRuntime runtime)
                                           "Decode requests by outcome", {{"outcome", "error"}});
   fallbacks_ = &metrics_.GetCounter("smartgen_decode_fallbacks_total",
                                     "Requests whose prompt was recomputed here after a prefill failure");
+  bad_control_ = &metrics_.GetCounter("smartgen_decode_control_rejected_total",
+                                      "Control messages from peers that were malformed, unexpected or "
+                                      "not from the request's link");
+  for (int s = 0; s < kDecodeStateCount; ++s) {
+    transitions_[s] = &metrics_.GetCounter(
+        "smartgen_decode_state_transitions_total", "Decode request state transitions, by new state",
+        {{"state", std::string(DecodeStateName(static_cast<DecodeState>(s)))}});
+  }
   kv_wait_seconds_ = &metrics_.GetHistogram(
       "smartgen_decode_kv_wait_seconds", "Registration to decode start (waiting for prefill and KV)",
       core::LatencyBuckets());
@@ -56,27 +63,14 @@ DecodeNode::DecodeNode(NodeConfig config, NodeRuntime runtime)
       "SmartGen: share of a request's selected blocks that had to be fetched on demand", kRatioBuckets);
 }
 
-void DecodeNode::RecordSmartgen(const json& sg) {
-  if (sg.contains("time_to_exact_ms")) time_to_exact_seconds_->Observe(sg["time_to_exact_ms"].get<double>() / 1e3);
-  on_demand_ratio_->Observe(sg.value("on_demand_ratio", 0.0));
-  const json by_path = sg.value("bytes_by_path", json::object());
-  for (const auto& [path, bytes] : by_path.items()) {
-    metrics_.GetCounter("smartgen_decode_kv_bytes_by_path_total", "SmartGen bytes received, by path",
-                        {{"path", path}})
-        .Increment(bytes.get<double>());
-  }
-  const json stalls = sg.value("layer_stall_ms", json::array());
-  for (std::size_t l = 0; l < stalls.size(); ++l) {
-    metrics_.GetCounter("smartgen_decode_layer_stall_seconds_total",
-                        "SmartGen: decode time spent waiting for on-demand blocks, by layer",
-                        {{"layer", std::to_string(l)}})
-        .Increment(stalls[l].get<double>() / 1e3);
-  }
-}
-
 DecodeNode::~DecodeNode() { Stop(); }
 
 Status DecodeNode::Start() {
+  engine_ = std::make_unique<DecodeEngine>(rt_.forward.get(), DecodeEngineOptions{config_.max_batch});
+  recompute_forward_ = std::make_unique<model::Forward>(
+      *rt_.model, rt_.pool.get(), model::ForwardOptions{rt_.forward->max_context()});
+  // Readiness is signalled: a landed block may complete a waiting request's KV condition.
+  store_.set_on_block_ready([engine = engine_.get()] { engine->Wake(); });
   transfer::EndpointCallbacks cb;
   cb.on_control = [this](transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
     OnControl(peer, type, bytes);
@@ -85,10 +79,6 @@ Status DecodeNode::Start() {
   SG_ASSIGN_OR_RETURN(endpoint_, transfer::Endpoint::Create(rt_.endpoint_config, rt_.transport,
                                                             /*source=*/nullptr, &store_, cb));
   SG_ASSIGN_OR_RETURN(transfer_address_, endpoint_->Listen(config_.transfer_address));
-  engine_ = std::make_unique<DecodeEngine>(rt_.forward.get(),
-                                           DecodeEngineOptions{config_.max_batch});
-  recompute_forward_ = std::make_unique<model::Forward>(
-      *rt_.model, rt_.pool.get(), model::ForwardOptions{rt_.forward->max_context()});
 
   http_.Post("/internal/decode", [this](const httplib::Request& q, httplib::Response& s) {
     HandleDecode(q, s);
@@ -97,18 +87,7 @@ Status DecodeNode::Start() {
     HandleCancel(q, s);
   });
   http_.Post("/internal/fallback", [this](const httplib::Request& q, httplib::Response& s) {
-    auto j = ParseJsonText(q.body);
-    if (!j.ok() || !j->contains("request_id") || !(*j)["request_id"].is_number_unsigned()) {
-      return ReplyStatus(s, InvalidArgument("expected {{\"request_id\": n}}"));
-    }
-    if (auto r = FindRequest((*j)["request_id"].get<std::uint64_t>())) {
-      std::lock_guard<std::mutex> lock(r->mu);
-      if (!r->fallback && r->kv_ready_at == 0) {
-        r->fallback = true;
-        r->fallback_reason = (*j).value("reason", "the router reported a prefill failure");
-      }
-    }
-    ReplyJson(s, json::object());
+    HandleFallback(q, s);
   });
   http_.Get("/internal/info", [this](const httplib::Request&, httplib::Response& s) {
     ReplyJson(s, ToJson(Info()));
@@ -134,11 +113,13 @@ Status DecodeNode::Start() {
 }
 
 void DecodeNode::Stop() {
+  // Ownership order: the engine ends every job (each stream gets its last line and its HTTP
+  // writer returns), then HTTP stops, then the endpoint, whose callbacks reach this node.
+  if (engine_) engine_->Stop();
   if (http_thread_.joinable()) {
     http_.stop();
     http_thread_.join();
   }
-  if (engine_) engine_->Stop();
   endpoint_.reset();
 }
 
@@ -156,12 +137,19 @@ NodeInfo DecodeNode::Info() const {
   return i;
 }
 
+std::size_t DecodeNode::active_requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_.size();
+}
+
 std::string DecodeNode::MetricsText() const {
   std::string out = metrics_.Text();
   core::AppendMetricHeader(&out, "smartgen_decode_running", "Sequences in the decode batch", "gauge");
   core::AppendMetricSample(&out, "smartgen_decode_running", {}, engine_ ? engine_->running() : 0);
   core::AppendMetricHeader(&out, "smartgen_decode_waiting", "Sequences waiting for KV", "gauge");
   core::AppendMetricSample(&out, "smartgen_decode_waiting", {}, engine_ ? engine_->waiting() : 0);
+  core::AppendMetricHeader(&out, "smartgen_decode_requests_active", "Requests registered and not ended", "gauge");
+  core::AppendMetricSample(&out, "smartgen_decode_requests_active", {}, static_cast<double>(active_requests()));
   core::AppendMetricHeader(&out, "smartgen_decode_kv_blocks_used", "KV pool blocks in use", "gauge");
   core::AppendMetricSample(&out, "smartgen_decode_kv_blocks_used", {},
                            static_cast<double>(rt_.blocks->used()));
@@ -169,7 +157,341 @@ std::string DecodeNode::MetricsText() const {
   return out;
 }
 
-Status DecodeNode::Fetch(Request& r, const std::vector<select::BlockKey>& keys) {
+bool DecodeNode::Move(DecodeRequest& r, DecodeState to) {
+  const DecodeState from = r.state.state();
+  if (!r.state.Transition(to, core::NowNanos())) return false;
+  transitions_[static_cast<int>(to)]->Increment();
+  SG_LOG_DEBUG("decode", "request {}: {} -> {}", r.call.request_id, DecodeStateName(from),
+               DecodeStateName(to));
+  return true;
+}
+
+void DecodeNode::WantFallback(DecodeRequest& r, std::string reason) {
+  const DecodeState s = r.state.state();
+  if (r.fallback_wanted || (s != DecodeState::kRegistered && s != DecodeState::kAwaitingKv)) return;
+  r.fallback_wanted = true;
+  r.fallback_reason = std::move(reason);
+  engine_->Wake();
+}
+
+DecodeNode::RequestPtr DecodeNode::FindRequest(std::uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second;
+}
+
+Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call) {
+  const std::int64_t n_prompt = static_cast<std::int64_t>(call.prompt.size());
+  if (call.max_tokens < 1 || n_prompt < 1) return InvalidArgument("empty prompt or max_tokens < 1");
+  if (n_prompt + call.max_tokens > rt_.forward->max_context()) {
+    return OutOfRange("prompt of {} tokens + {} output tokens exceeds the context length {}", n_prompt,
+                      call.max_tokens, rt_.forward->max_context());
+  }
+  for (std::int32_t t : call.prompt) {
+    if (t < 0 || t >= rt_.model->config().n_vocab) {
+      return InvalidArgument("token id {} is outside the vocabulary", t);
+    }
+  }
+  if (call.mode == TransferMode::kAuto) return InvalidArgument("mode 'auto' is resolved by the router");
+  std::optional<SmartgenOptions> options;
+  if (call.mode == TransferMode::kSmartgen) {
+    SG_ASSIGN_OR_RETURN(options, ParseSmartgenOptions(call.options));
+  }
+  auto r = std::make_shared<DecodeRequest>(std::move(call), DeadlinesOf(config_));
+  const std::uint64_t id = r->call.request_id;
+  const std::int64_t capacity = n_prompt + r->call.max_tokens;
+  if (r->call.mode == TransferMode::kColocated) {
+    r->local_kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
+    SG_RETURN_IF_ERROR(r->local_kv->Reserve(capacity));
+  } else {
+    SG_ASSIGN_OR_RETURN(r->entry, store_.Add(id, n_prompt, capacity));
+  }
+  if (options) {
+    const std::weak_ptr<DecodeRequest> weak = r;
+    auto session = std::make_unique<SmartgenSession>(
+        rt_.model->config(), &r->entry->kv, &r->entry->residency, n_prompt, *options,
+        select::PickProfile(rt_.profiles, n_prompt),
+        [this, weak](const std::vector<select::BlockKey>& keys) {
+          auto rr = weak.lock();
+          return rr ? Fetch(*rr, keys) : Cancelled("request ended");
+        },
+        [this, weak] {
+          auto rr = weak.lock();
+          return rr ? RecomputeMissing(*rr) : Cancelled("request ended");
+        },
+        core::Seconds(config_.step_timeout_s));
+    session->set_on_exact([this, weak] {
+      auto rr = weak.lock();
+      if (!rr) return;
+      // Every block is here: the prefill node may free its copy and stop streaming.
+      std::lock_guard<std::mutex> lock(rr->mu);
+      Move(*rr, DecodeState::kExact);
+      if (rr->peer && !rr->link_finished) {
+        endpoint_->FinishRequest(*rr->peer, rr->call.request_id).IgnoreError();
+        rr->link_finished = true;
+      }
+    });
+    r->smartgen = std::move(session);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!requests_.emplace(id, r).second) {
+    if (r->entry) store_.Remove(id);
+    return InvalidArgument("request {} is already running here", id);
+  }
+  return r;
+}
+
+void DecodeNode::Submit(const RequestPtr& r) {
+  EngineJob job;
+  job.request_id = r->call.request_id;
+  job.kv = r->local_kv ? r->local_kv.get() : &r->entry->kv;
+  job.attention = r->smartgen.get();
+  job.owner = r;
+  job.prompt = r->call.prompt;
+  job.max_tokens = r->call.max_tokens;
+  job.sampling = r->call.sampling;
+  job.stop_at_eog = r->call.stop_at_eog;
+  job.deadline = core::Deadline::After(r->call.timeout_ms * core::kNanosPerMilli);
+  if (r->call.mode != TransferMode::kColocated) {
+    job.ready = [this, r] { return CheckReady(*r); };
+  } else {
+    std::lock_guard<std::mutex> lock(r->mu);
+    Move(*r, DecodeState::kRunning);
+  }
+  job.on_token = [r](int index, std::int32_t token) {
+    r->events->Push(ToJson(DecodeEvent::Token(index, token)).dump());
+    return !r->client_gone.load();
+  };
+  job.on_done = [this, r](const Status& st, const std::string& reason, const json& stats) {
+    Finish(r, st, reason, stats);
+  };
+  engine_->Submit(std::move(job));
+}
+
+void DecodeNode::HandleDecode(const httplib::Request& req, httplib::Response& res) {
+  auto body = ParseJsonText(req.body);
+  if (!body.ok()) return ReplyStatus(res, body.status());
+  auto call = ParseDecodeCall(*body);
+  if (!call.ok()) return ReplyStatus(res, call.status());
+  auto r = Register(std::move(*call));
+  if (!r.ok()) return ReplyStatus(res, r.status());
+  RequestPtr request = *r;
+  request->events->Push(ToJson(DecodeEvent::Accepted()).dump());
+  Submit(request);
+  const std::uint64_t id = request->call.request_id;
+  StreamLines(res, request->events, [this, id, weak = std::weak_ptr<DecodeRequest>(request)] {
+    if (auto rr = weak.lock()) rr->client_gone.store(true);
+    engine_->Cancel(id);
+  });
+}
+
+void DecodeNode::HandleCancel(const httplib::Request& req, httplib::Response& res) {
+  auto id = RequestIdOf(req.body);
+  if (!id.ok()) return ReplyStatus(res, id.status());
+  engine_->Cancel(*id);
+  endpoint_->CancelRequest(*id);
+  ReplyJson(res, json::object());
+}
+
+void DecodeNode::HandleFallback(const httplib::Request& req, httplib::Response& res) {
+  auto id = RequestIdOf(req.body);
+  if (!id.ok()) return ReplyStatus(res, id.status());
+  if (auto r = FindRequest(*id)) {
+    std::lock_guard<std::mutex> lock(r->mu);
+    WantFallback(*r, "the router reported a prefill failure");
+  }
+  ReplyJson(res, json::object());
+}
+
+Readiness DecodeNode::CheckReady(DecodeRequest& r) {
+  std::lock_guard<std::mutex> lock(r.mu);
+  const std::uint64_t id = r.call.request_id;
+  const core::Nanos now = core::NowNanos();
+  if (r.entry) r.state.Progress(r.entry->last_block_at.load(std::memory_order_relaxed));
+  if (!r.fallback_wanted && r.state.Expired(now)) {
+    WantFallback(r, fmt::format("no word from the prefill side within the {} deadline",
+                                DecodeStateName(r.state.state())));
+  }
+  if (r.fallback_wanted) {
+    // Compute the prompt here, into fresh KV: blocks may still be landing in the old one.
+    store_.Remove(id);
+    endpoint_->CancelRequest(id);
+    Move(r, DecodeState::kFallback);
+    r.local_kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
+    const Status st = r.local_kv->Reserve(static_cast<std::int64_t>(r.call.prompt.size()) + r.call.max_tokens);
+    if (!st.ok()) return Readiness::Fail(st);
+    fallbacks_->Increment();
+    SG_LOG_WARN("decode", "request {}: computing the prompt locally ({})", id, r.fallback_reason);
+    r.kv_ready_at = now;
+    return Readiness::PrefillLocally(r.local_kv.get());
+  }
+  if (!r.prefill_done) return Readiness::Wait();
+  if (r.smartgen) {
+    if (!r.smartgen->Ready()) return Readiness::Wait();
+    r.kv_ready_at = now;
+    Move(r, DecodeState::kRunning);
+    return Readiness::Go(r.first_token);
+  }
+  if (!r.entry->residency.AllPresent()) return Readiness::Wait();
+  r.kv_ready_at = now;
+  Move(r, DecodeState::kExact);
+  // Every block is here: the prefill node may free its copy now.
+  if (r.peer && !r.link_finished) {
+    endpoint_->FinishRequest(*r.peer, id).IgnoreError();
+    r.link_finished = true;
+  }
+  return Readiness::Go(r.first_token);
+}
+
+void DecodeNode::RecordSmartgen(const json& sg) {
+  if (sg.contains("time_to_exact_ms")) time_to_exact_seconds_->Observe(sg["time_to_exact_ms"].get<double>() / 1e3);
+  on_demand_ratio_->Observe(sg.value("on_demand_ratio", 0.0));
+  const json by_path = sg.value("bytes_by_path", json::object());
+  for (const auto& [path, bytes] : by_path.items()) {
+    metrics_.GetCounter("smartgen_decode_kv_bytes_by_path_total", "SmartGen bytes received, by path",
+                        {{"path", path}})
+        .Increment(bytes.get<double>());
+  }
+  const json stalls = sg.value("layer_stall_ms", json::array());
+  for (std::size_t l = 0; l < stalls.size(); ++l) {
+    metrics_.GetCounter("smartgen_decode_layer_stall_seconds_total",
+                        "SmartGen: decode time spent waiting for on-demand blocks, by layer",
+                        {{"layer", std::to_string(l)}})
+        .Increment(stalls[l].get<double>() / 1e3);
+  }
+}
+
+void DecodeNode::Finish(const RequestPtr& r, const Status& status, const std::string& reason,
+                        const json& engine_stats) {
+  const std::uint64_t id = r->call.request_id;
+  json stats = engine_stats;
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    stats["mode"] = TransferModeName(r->call.mode);
+    stats["fallback"] = r->state.state() == DecodeState::kFallback || r->recomputed;
+    const double block_bytes = static_cast<double>(rt_.blocks->geometry().block_bytes());
+    double on_wire = 0;
+    if (r->entry) {
+      // Everything that crossed the link for this request: blocks kept, blocks dropped as
+      // duplicates, and SmartGen's summaries (below).
+      stats["kv_bytes_received"] = static_cast<double>(r->entry->blocks_received.load()) * block_bytes;
+      on_wire = static_cast<double>(r->entry->blocks_received.load() + r->entry->blocks_duplicate.load()) *
+                block_bytes;
+      stats["kv_blocks_duplicate"] = r->entry->blocks_duplicate.load();
+    } else {
+      stats["kv_bytes_received"] = 0;
+    }
+    if (r->prefill_done_at) stats["prefill_done_ms"] = core::ToMillis(r->prefill_done_at - r->start);
+    if (r->smartgen) {
+      const json sg = r->smartgen->Stats(r->start, r->entry->blocks_received.load(),
+                                         r->entry->blocks_requested_received.load());
+      for (auto& [k, v] : sg.items()) stats[k] = v;
+      on_wire += sg["bytes_by_path"].value("summaries", 0.0);
+      RecordSmartgen(sg);
+    } else if (r->entry && r->entry->residency.AllPresent() && r->kv_ready_at) {
+      stats["time_to_exact_ms"] = core::ToMillis(r->kv_ready_at - r->start);
+    }
+    stats["kv_bytes_on_wire"] = on_wire;
+    if (r->kv_ready_at) {
+      stats["kv_ready_ms"] = core::ToMillis(r->kv_ready_at - r->start);
+      kv_wait_seconds_->Observe(core::ToSeconds(r->kv_ready_at - r->start));
+    }
+    if (r->peer && !r->link_finished) {
+      endpoint_->FinishRequest(*r->peer, id).IgnoreError();
+      r->link_finished = true;
+    }
+    Move(*r, !status.ok() ? DecodeState::kFailed
+                          : reason == "cancelled" ? DecodeState::kCancelled : DecodeState::kDone);
+  }
+  if (r->entry) store_.Remove(id);
+  if (status.ok()) {
+    requests_ok_->Increment();
+    r->events->Close(ToJson(DecodeEvent::Done(reason, stats)).dump());
+  } else {
+    requests_failed_->Increment();
+    r->events->Close(ToJson(DecodeEvent::Error(status)).dump());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  requests_.erase(id);
+}
+
+void DecodeNode::Reject(transfer::PeerId peer, std::uint32_t type, const Status& why) {
+  bad_control_->Increment();
+  SG_LOG_WARN("decode", "{}: rejected a control message of type {} from peer {}: {}", config_.name,
+              type, peer.value, why.ToString());
+}
+
+void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
+  auto m = DecodeControl(type, bytes);
+  if (!m.ok()) return Reject(peer, type, m.status());
+  RequestPtr r = FindRequest(m->request_id);
+  if (r == nullptr) {
+    // Finished or cancelled here already: let the prefill node free the KV.
+    if (m->type == ControlType::kPrefillDone) endpoint_->FinishRequest(peer, m->request_id).IgnoreError();
+    return;
+  }
+  if (r->call.mode == TransferMode::kColocated) {
+    return Reject(peer, type, InvalidArgument("request {} is colocated", m->request_id));
+  }
+  std::lock_guard<std::mutex> lock(r->mu);
+  // A request listens to one link: the first that speaks for it (PrefillStarted).
+  if (!r->peer) r->peer = peer;
+  if (*r->peer != peer) {
+    return Reject(peer, type, PermissionDenied("request {} is tied to another KV link", m->request_id));
+  }
+  r->state.Progress(core::NowNanos());
+  if (r->state.state() == DecodeState::kRegistered) Move(*r, DecodeState::kAwaitingKv);
+  Status st;
+  switch (m->type) {
+    case ControlType::kPrefillStarted: break;
+    case ControlType::kPrefillDone:
+      if (m->n_prompt != static_cast<std::int64_t>(r->call.prompt.size()) ||
+          m->first_token >= rt_.model->config().n_vocab) {
+        st = DataLoss("prefill_done for {} prompt tokens, token {}", m->n_prompt, m->first_token);
+        break;
+      }
+      r->prefill_done = true;
+      r->first_token = m->first_token;
+      r->prefill_done_at = core::NowNanos();
+      engine_->Wake();
+      break;
+    case ControlType::kPrefillFailed:
+      WantFallback(*r, "the prefill node failed: " + m->failure.ToString());
+      break;
+    case ControlType::kSummaries:
+    case ControlType::kProactiveManifest:
+      if (!r->smartgen) {
+        st = InvalidArgument("request {} is not a SmartGen request", m->request_id);
+      } else {
+        st = m->type == ControlType::kSummaries ? r->smartgen->AddSummaries(m->summaries)
+                                                : r->smartgen->AddManifest(m->layer, m->blocks);
+        if (st.ok()) engine_->Wake();
+      }
+      break;
+    case ControlType::kRequested: st = InvalidArgument("decode nodes do not serve blocks"); break;
+  }
+  if (!st.ok()) Reject(peer, type, st);
+}
+
+void DecodeNode::OnPeerDown(transfer::PeerId peer, const Status& why) {
+  std::vector<RequestPtr> affected;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, r] : requests_) affected.push_back(r);
+  }
+  for (auto& r : affected) {
+    std::lock_guard<std::mutex> lock(r->mu);
+    if (r->peer != peer) continue;
+    const DecodeState s = r->state.state();
+    if (s == DecodeState::kRegistered || s == DecodeState::kAwaitingKv) {
+      WantFallback(*r, "KV link lost: " + why.ToString());
+    } else if (r->smartgen && s == DecodeState::kRunning) {
+      r->smartgen->OnLinkDown();  // decoding: the session recomputes what is missing
+    }
+  }
+}
+
+Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<select::BlockKey>& keys) {
   std::optional<transfer::PeerId> peer;
   {
     std::lock_guard<std::mutex> lock(r.mu);
@@ -177,8 +499,9 @@ Status DecodeNode::Fetch(Request& r, const std::vector<select::BlockKey>& keys) 
   }
   if (!peer) return Unavailable("request {} has no KV peer yet", r.call.request_id);
   const std::uint64_t id = r.call.request_id;
-  const std::vector<std::byte> note = EncodeRequested(id, keys);
-  endpoint_->SendControl(*peer, static_cast<std::uint32_t>(ControlType::kRequested), note).IgnoreError();
+  endpoint_->SendControl(*peer, static_cast<std::uint32_t>(ControlType::kRequested),
+                         EncodeControl(ControlMessage::Requested(id, keys)))
+      .IgnoreError();
   transfer::TransferRequest t;
   t.direction = transfer::Direction::kPull;
   t.priority = transfer::Priority::kOnDemand;
@@ -192,13 +515,13 @@ Status DecodeNode::Fetch(Request& r, const std::vector<select::BlockKey>& keys) 
   return Status::Ok();
 }
 
-Status DecodeNode::RecomputeMissing(Request& r) {
+Status DecodeNode::RecomputeMissing(DecodeRequest& r) {
   // Runs inside a decode step: a second Forward (its own scratch) computes the prompt into a
   // scratch sequence, and every block still absent is copied over.
   const std::uint64_t id = r.call.request_id;
   endpoint_->CancelRequest(id);
   fallbacks_->Increment();
-  SG_LOG_WARN("decode", "request {}: KV link lost mid-decode; recomputing the missing KV", id);
+  SG_LOG_WARN("decode", "request {}: KV link lost or too slow mid-decode; recomputing the missing KV", id);
   kv::SequenceKv scratch(rt_.blocks.get());
   SG_RETURN_IF_ERROR(recompute_forward_->RunOne(&scratch, r.call.prompt, nullptr));
   kv::Residency& residency = r.entry->residency;
@@ -218,279 +541,8 @@ Status DecodeNode::RecomputeMissing(Request& r) {
     }
   }
   std::lock_guard<std::mutex> lock(r.mu);
-  r.fallback = true;
-  r.fallback_reason = "KV link lost mid-decode; missing KV recomputed";
+  r.recomputed = true;
   return Status::Ok();
-}
-
-std::shared_ptr<DecodeNode::Request> DecodeNode::FindRequest(std::uint64_t id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = requests_.find(id);
-  return it == requests_.end() ? nullptr : it->second;
-}
-
-void DecodeNode::HandleDecode(const httplib::Request& req, httplib::Response& res) {
-  auto body = ParseJsonText(req.body);
-  if (!body.ok()) return ReplyStatus(res, body.status());
-  auto call = ParseDecodeCall(*body);
-  if (!call.ok()) return ReplyStatus(res, call.status());
-  const std::int64_t n_prompt = static_cast<std::int64_t>(call->prompt.size());
-  if (n_prompt + call->max_tokens > rt_.forward->max_context()) {
-    return ReplyStatus(res, OutOfRange("prompt of {} tokens + {} output tokens exceeds the context "
-                                       "length {}", n_prompt, call->max_tokens,
-                                       rt_.forward->max_context()));
-  }
-  for (std::int32_t t : call->prompt) {
-    if (t < 0 || t >= rt_.model->config().n_vocab) {
-      return ReplyStatus(res, InvalidArgument("token id {} is outside the vocabulary", t));
-    }
-  }
-  auto r = std::make_shared<Request>();
-  r->call = std::move(*call);
-  const std::uint64_t id = r->call.request_id;
-  const bool colocated = r->call.mode == TransferMode::kColocated;
-  if (colocated) {
-    r->local_kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
-    const Status st = r->local_kv->Reserve(n_prompt + r->call.max_tokens);
-    if (!st.ok()) return ReplyStatus(res, st);
-  } else {
-    auto entry = store_.Add(id, n_prompt, n_prompt + r->call.max_tokens);
-    if (!entry.ok()) return ReplyStatus(res, entry.status());
-    r->entry = std::move(*entry);
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (requests_.count(id)) {
-      if (!colocated) store_.Remove(id);
-      return ReplyStatus(res, InvalidArgument("request {} is already running here", id));
-    }
-    requests_.emplace(id, r);
-  }
-  r->events->Push(ToJson(DecodeEvent::Accepted()).dump());
-
-  if (r->call.mode == TransferMode::kAuto) {
-    store_.Remove(id);
-    std::lock_guard<std::mutex> lock(mu_);
-    requests_.erase(id);
-    return ReplyStatus(res, InvalidArgument("mode 'auto' is resolved by the router"));
-  }
-  if (r->call.mode == TransferMode::kSmartgen) {
-    auto options = ParseSmartgenOptions(r->call.options);
-    if (!options.ok()) {
-      store_.Remove(id);
-      std::lock_guard<std::mutex> lock(mu_);
-      requests_.erase(id);
-      return ReplyStatus(res, options.status());
-    }
-    Request* raw = r.get();
-    r->smartgen = std::make_unique<SmartgenSession>(
-        rt_.model->config(), &r->entry->kv, &r->entry->residency, n_prompt, *options,
-        select::PickProfile(rt_.profiles, n_prompt),
-        [this, raw](const std::vector<select::BlockKey>& keys) { return Fetch(*raw, keys); },
-        [this, raw] { return RecomputeMissing(*raw); },
-        core::Deadline::After(r->call.timeout_ms * core::kNanosPerMilli));
-    r->smartgen->set_on_exact([this, raw] {
-      // Every block is here: the prefill node may free its copy and stop streaming.
-      std::lock_guard<std::mutex> lock(raw->mu);
-      if (raw->peer && !raw->link_finished) {
-        endpoint_->FinishRequest(*raw->peer, raw->call.request_id).IgnoreError();
-        raw->link_finished = true;
-      }
-    });
-  }
-
-  EngineJob job;
-  job.request_id = id;
-  job.kv = colocated ? r->local_kv.get() : &r->entry->kv;
-  job.attention = r->smartgen.get();
-  job.keepalive = r;
-  job.prompt = r->call.prompt;
-  job.max_tokens = r->call.max_tokens;
-  job.sampling = r->call.sampling;
-  job.stop_at_eog = r->call.stop_at_eog;
-  job.deadline = core::Deadline::After(r->call.timeout_ms * core::kNanosPerMilli);
-  if (!colocated) job.ready = [this, raw = r.get()] { return CheckReady(*raw); };
-  job.on_token = [raw = r.get()](int index, std::int32_t token) {
-    raw->events->Push(ToJson(DecodeEvent::Token(index, token)).dump());
-    return !raw->client_gone.load();
-  };
-  job.on_done = [this, weak = std::weak_ptr<Request>(r)](const Status& st, const std::string& reason,
-                                                          const json& stats) {
-    if (auto rr = weak.lock()) Finish(rr, st, reason, stats);
-  };
-  engine_->Submit(std::move(job));
-  StreamLines(res, r->events, [this, id, raw = r.get()] {
-    raw->client_gone.store(true);
-    engine_->Cancel(id);
-  });
-}
-
-void DecodeNode::HandleCancel(const httplib::Request& req, httplib::Response& res) {
-  auto j = ParseJsonText(req.body);
-  if (!j.ok() || !j->contains("request_id") || !(*j)["request_id"].is_number_unsigned()) {
-    return ReplyStatus(res, InvalidArgument("expected {{\"request_id\": n}}"));
-  }
-  const std::uint64_t id = (*j)["request_id"].get<std::uint64_t>();
-  engine_->Cancel(id);
-  endpoint_->CancelRequest(id);
-  ReplyJson(res, json::object());
-}
-
-Readiness DecodeNode::CheckReady(Request& r) {
-  std::lock_guard<std::mutex> lock(r.mu);
-  const std::uint64_t id = r.call.request_id;
-  if (r.fallback) {
-    // Compute the prompt here, into fresh KV: blocks may still be landing in the old one.
-    store_.Remove(id);
-    endpoint_->CancelRequest(id);
-    r.local_kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
-    const Status st = r.local_kv->Reserve(static_cast<std::int64_t>(r.call.prompt.size()) + r.call.max_tokens);
-    if (!st.ok()) return Readiness::Fail(st);
-    fallbacks_->Increment();
-    SG_LOG_WARN("decode", "request {}: computing the prompt locally ({})", id, r.fallback_reason);
-    r.kv_ready_at = core::NowNanos();
-    return Readiness::PrefillLocally(r.local_kv.get());
-  }
-  if (!r.prefill_done) return Readiness::Wait();
-  if (r.smartgen) {
-    if (!r.smartgen->Ready()) return Readiness::Wait();
-    r.kv_ready_at = core::NowNanos();
-    return Readiness::Go(r.first_token);
-  }
-  if (!r.entry->residency.AllPresent()) return Readiness::Wait();
-  r.kv_ready_at = core::NowNanos();
-  // Every block is here: the prefill node may free its copy now.
-  if (r.peer && !r.link_finished) {
-    endpoint_->FinishRequest(*r.peer, id).IgnoreError();
-    r.link_finished = true;
-  }
-  return Readiness::Go(r.first_token);
-}
-
-void DecodeNode::Finish(const std::shared_ptr<Request>& r, const Status& status,
-                        const std::string& reason, const json& engine_stats) {
-  const std::uint64_t id = r->call.request_id;
-  json stats = engine_stats;
-  {
-    std::lock_guard<std::mutex> lock(r->mu);
-    stats["mode"] = TransferModeName(r->call.mode);
-    stats["fallback"] = r->fallback;
-    stats["kv_bytes_received"] =
-        r->entry ? r->entry->blocks_received.load() * rt_.blocks->geometry().block_bytes() : 0;
-    if (r->prefill_done_at) stats["prefill_done_ms"] = core::ToMillis(r->prefill_done_at - r->start);
-    // Everything that crossed the link for this request before it finished: blocks kept,
-    // blocks dropped as duplicates, and SmartGen's summaries.
-    double on_wire = 0;
-    if (r->entry) {
-      on_wire = static_cast<double>((r->entry->blocks_received.load() + r->entry->blocks_duplicate.load()) *
-                                    rt_.blocks->geometry().block_bytes());
-      stats["kv_blocks_duplicate"] = r->entry->blocks_duplicate.load();
-    }
-    if (r->smartgen) {
-      const json sg = r->smartgen->Stats(r->start, r->entry->blocks_received.load(),
-                                         r->entry->blocks_requested_received.load());
-      for (auto& [k, v] : sg.items()) stats[k] = v;
-      on_wire += sg["bytes_by_path"].value("summaries", 0.0);
-      RecordSmartgen(sg);
-    } else if (r->entry && r->entry->residency.AllPresent() && r->kv_ready_at) {
-      stats["time_to_exact_ms"] = core::ToMillis(r->kv_ready_at - r->start);
-    }
-    stats["kv_bytes_on_wire"] = on_wire;
-    if (r->kv_ready_at) {
-      stats["kv_ready_ms"] = core::ToMillis(r->kv_ready_at - r->start);
-      kv_wait_seconds_->Observe(core::ToSeconds(r->kv_ready_at - r->start));
-    }
-    if (r->peer && !r->link_finished) {
-      endpoint_->FinishRequest(*r->peer, id).IgnoreError();
-      r->link_finished = true;
-    }
-  }
-  if (r->call.mode != TransferMode::kColocated) store_.Remove(id);
-  if (status.ok()) {
-    requests_ok_->Increment();
-    r->events->Close(ToJson(DecodeEvent::Done(reason, stats)).dump());
-  } else {
-    requests_failed_->Increment();
-    r->events->Close(ToJson(DecodeEvent::Error(status)).dump());
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  requests_.erase(id);
-}
-
-void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
-  if (type == static_cast<std::uint32_t>(ControlType::kSummaries) ||
-      type == static_cast<std::uint32_t>(ControlType::kProactiveManifest)) {
-    std::uint64_t id = 0;
-    Status st;
-    std::span<const std::byte> wire;
-    int layer = 0;
-    std::vector<select::BlockKey> blocks;
-    if (type == static_cast<std::uint32_t>(ControlType::kSummaries)) {
-      auto decoded = DecodeSummaries(bytes, &wire);
-      st = decoded.status();
-      if (decoded.ok()) id = *decoded;
-    } else {
-      st = DecodeManifest(bytes, &id, &layer, &blocks);
-    }
-    auto r = st.ok() ? FindRequest(id) : nullptr;
-    if (r && r->smartgen) {
-      {
-        std::lock_guard<std::mutex> lock(r->mu);
-        if (!r->peer) r->peer = peer;
-      }
-      st = type == static_cast<std::uint32_t>(ControlType::kSummaries) ? r->smartgen->AddSummaries(wire)
-                                                                       : r->smartgen->AddManifest(layer, blocks);
-    }
-    if (!st.ok()) SG_LOG_WARN("decode", "bad SmartGen control message {}: {}", type, st.ToString());
-    return;
-  }
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  auto j = ParseJsonText(text);
-  if (!j.ok()) {
-    SG_LOG_WARN("decode", "malformed control message {}: {}", type, j.status().ToString());
-    return;
-  }
-  if (type == static_cast<std::uint32_t>(ControlType::kPrefillDone)) {
-    auto done = ParsePrefillDone(*j);
-    if (!done.ok()) return;
-    if (auto r = FindRequest(done->request_id)) {
-      std::lock_guard<std::mutex> lock(r->mu);
-      r->prefill_done = true;
-      r->first_token = done->first_token;
-      r->peer = peer;
-      r->prefill_done_at = core::NowNanos();
-    } else {
-      // Finished or cancelled here already: let the prefill node free the KV.
-      endpoint_->FinishRequest(peer, done->request_id).IgnoreError();
-    }
-  } else if (type == static_cast<std::uint32_t>(ControlType::kPrefillFailed)) {
-    const std::uint64_t id = j->value("request_id", std::uint64_t{0});
-    if (auto r = FindRequest(id)) {
-      std::lock_guard<std::mutex> lock(r->mu);
-      if (r->kv_ready_at == 0) {
-        r->fallback = true;
-        r->fallback_reason = "the prefill node failed: " + j->value("message", std::string());
-      }
-    }
-  }
-}
-
-void DecodeNode::OnPeerDown(transfer::PeerId peer, const Status& why) {
-  std::vector<std::shared_ptr<Request>> affected;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, r] : requests_) affected.push_back(r);
-  }
-  for (auto& r : affected) {
-    std::lock_guard<std::mutex> lock(r->mu);
-    if (r->peer != peer) continue;
-    if (r->kv_ready_at == 0) {
-      r->fallback = true;
-      r->fallback_reason = "KV link lost: " + why.ToString();
-    } else if (r->smartgen) {
-      r->smartgen->OnLinkDown();  // decoding: the session recomputes what is missing
-    }
-  }
 }
 
 }  // namespace smartgen::node

@@ -1,24 +1,29 @@
 // DecodeNode: generates tokens 2..n of requests whose prompt KV arrives from prefill nodes
 // (or computes the prompt itself: colocated mode, and the fallback when a prefill node or its
-// link dies). `smartgen serve decode` runs one.
+// link fails). `smartgen serve decode` runs one. A thin HTTP front over the requests' state
+// machines (request_state.h) and the continuous-batching engine (decode_engine.h).
 //
-//   POST /internal/decode  DecodeCall -> NDJSON: accepted, token..., done | error
-//   POST /internal/cancel  {"request_id"}
+//   POST /internal/decode    DecodeCall -> NDJSON: accepted, token..., done | error; an
+//                            {"event":"alive"} line after each second without one, so a caller
+//                            can tell a silent node from a slow request
+//   POST /internal/cancel    {"request_id"}
+//   POST /internal/fallback  {"request_id", "reason"}: the router could not get a prefill
 //   GET  /internal/info, /health, /metrics
 //
 // A request is registered (KV reserved for prompt + output) before the router asks the prefill
-// node to start, so pushed blocks always find their sequence. It waits until the prefill node
-// says it is done (PrefillDone, over the KV link) and its mode's KV condition holds (full and
-// layerwise: every prompt block present; smartgen: every layer's summaries and proactive
-// blocks present), then joins the continuous batch. SmartGen requests decode through a
-// SmartgenSession (on-demand fetches, LSE merge) until every block has arrived. If the prefill
-// node fails, or its link goes down before the KV is complete, the request is computed here
-// from its prompt instead, so the client still gets a correct answer.
+// node to start, so pushed blocks always find their sequence. The prefill node's messages on
+// the KV link move it along (PrefillStarted ties it to that link, PrefillDone carries token 1);
+// it starts when its mode's KV condition holds (full and layerwise: every prompt block;
+// smartgen: every layer's summaries and proactive blocks) and joins the continuous batch. If the
+// prefill side fails, goes silent past its state's deadline, or its link drops before the KV is
+// complete, the prompt is computed here instead, so the client still gets a correct answer.
+// Control messages that are malformed, unexpected, or from a link the request is not tied to
+// are dropped and counted (smartgen_decode_control_rejected_total).
 //
-// Thread-safety: Start/Stop from one thread; everything else is internal.
+// Thread-safety: Start/Stop from one thread; everything else is internal. Stop ends the engine
+// (every stream gets its last line), then HTTP, then the KV endpoint, before any member goes.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,12 +35,13 @@
 
 #include "core/metrics.h"
 #include "core/result.h"
-#include "node/decode/decode_engine.h"
-#include "node/decode/decode_kv_store.h"
+#include "node/common/control_messages.h"
 #include "node/common/http_rpc.h"
 #include "node/common/node_config.h"
 #include "node/common/protocol.h"
-#include "node/decode/smartgen_session.h"
+#include "node/decode/decode_engine.h"
+#include "node/decode/decode_kv_store.h"
+#include "node/decode/decode_request.h"
 #include "transfer/endpoint.h"
 
 namespace smartgen::node {
@@ -56,23 +62,40 @@ class DecodeNode {
   NodeInfo Info() const;
   const model::Model& model() const { return *rt_.model; }
   std::string MetricsText() const;
+  // Requests registered and not ended (tests: nothing is left behind).
+  std::size_t active_requests() const;
+
+  // Handles one control message as if it came from `peer` over the KV link (tests).
+  void HandleControlForTest(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
+    OnControl(peer, type, bytes);
+  }
 
  private:
-  struct Request;
+  using RequestPtr = std::shared_ptr<DecodeRequest>;
   explicit DecodeNode(NodeConfig config, NodeRuntime runtime);
 
   void HandleDecode(const httplib::Request& req, httplib::Response& res);
   void HandleCancel(const httplib::Request& req, httplib::Response& res);
+  void HandleFallback(const httplib::Request& req, httplib::Response& res);
+  // Validates and registers a request; its engine job and stream are started by HandleDecode.
+  Result<RequestPtr> Register(DecodeCall call);
+  void Submit(const RequestPtr& r);
   void OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes);
   void OnPeerDown(transfer::PeerId peer, const Status& why);
-  Readiness CheckReady(Request& r);
-  void Finish(const std::shared_ptr<Request>& r, const Status& status, const std::string& reason,
+  Readiness CheckReady(DecodeRequest& r);
+  // Moves r to `to` (r.mu held): logged at debug and counted. False for an illegal edge.
+  bool Move(DecodeRequest& r, DecodeState to);
+  // The single place a waiting request is switched to computing its prompt here (r.mu held).
+  void WantFallback(DecodeRequest& r, std::string reason);
+  void Finish(const RequestPtr& r, const Status& status, const std::string& reason,
               const nlohmann::json& engine_stats);
-  std::shared_ptr<Request> FindRequest(std::uint64_t id) const;
+  RequestPtr FindRequest(std::uint64_t id) const;
+  void Reject(transfer::PeerId peer, std::uint32_t type, const Status& why);
   // SmartGen: posts an on-demand pull of `keys` to the request's prefill node.
-  Status Fetch(Request& r, const std::vector<select::BlockKey>& keys);
+  Status Fetch(DecodeRequest& r, const std::vector<select::BlockKey>& keys);
   // Computes the prompt here and fills every absent block of the request's KV.
-  Status RecomputeMissing(Request& r);
+  Status RecomputeMissing(DecodeRequest& r);
+  void RecordSmartgen(const nlohmann::json& sg);
 
   NodeConfig config_;
   NodeRuntime rt_;
@@ -86,15 +109,15 @@ class DecodeNode {
   std::string transfer_address_;
 
   mutable std::mutex mu_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<Request>> requests_;
+  std::unordered_map<std::uint64_t, RequestPtr> requests_;
 
   core::MetricsRegistry metrics_;
   core::Counter* requests_ok_;
   core::Counter* requests_failed_;
   core::Counter* fallbacks_;
+  core::Counter* bad_control_;
+  core::Counter* transitions_[kDecodeStateCount];
   core::Histogram* kv_wait_seconds_;
-  // SmartGen, per finished request.
-  void RecordSmartgen(const nlohmann::json& sg);
   core::Histogram* time_to_exact_seconds_;
   core::Histogram* on_demand_ratio_;
 };

@@ -12,7 +12,7 @@ namespace smartgen::node {
 SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceKv* kv,
                                  kv::Residency* residency, std::int64_t n_prompt,
                                  const SmartgenOptions& options, const select::Profile* profile,
-                                 FetchFn fetch, RecomputeFn recompute, core::Deadline deadline)
+                                 FetchFn fetch, RecomputeFn recompute, core::Nanos step_timeout)
     : config_(config),
       kv_(kv),
       residency_(residency),
@@ -21,7 +21,7 @@ SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceK
       profile_(profile),
       fetch_(std::move(fetch)),
       recompute_(std::move(recompute)),
-      deadline_(deadline),
+      step_timeout_(step_timeout),
       selector_(config, static_cast<std::int32_t>(residency->n_blocks()), options.on_demand, profile),
       summaries_(config.n_layers),
       manifest_(config.n_layers),
@@ -217,7 +217,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
         }
         return true;
       },
-      deadline_);
+      core::Deadline::After(step_timeout_));
   layer_stall_ms_[layer] += core::ToMillis(core::NowNanos() - t0);
   bool arrived = waited.ok();
   for (const auto& k : missing) arrived = arrived && residency_->present(k.layer, k.head, k.block);

@@ -16,7 +16,8 @@
 //     been checked on kPredictionWarmup blocks, it goes on only while at least half of the
 //     predicted blocks turn out to be selected (a wrong guess costs link time the real
 //     fetches need).
-//   - if the link dies or a fetch times out, the missing KV is recomputed here from the prompt
+//   - if the link dies or a fetch does not land within the step timeout, the missing KV is
+//     recomputed here from the prompt
 //     (Recompute), the request becomes exact, and decoding continues with the right answer.
 //
 // Thread-safety: Attend/Ready run on the decode engine thread; Add*/OnLinkDown on the transfer
@@ -55,7 +56,7 @@ class SmartgenSession final : public model::AttentionOverride {
   SmartgenSession(const model::ModelConfig& config, kv::SequenceKv* kv, kv::Residency* residency,
                   std::int64_t n_prompt, const SmartgenOptions& options,
                   const select::Profile* profile, FetchFn fetch, RecomputeFn recompute,
-                  core::Deadline deadline);
+                  core::Nanos step_timeout);
 
   // Control-message intake (any thread).
   Status AddSummaries(std::span<const std::byte> wire);
@@ -101,7 +102,7 @@ class SmartgenSession final : public model::AttentionOverride {
   const select::Profile* profile_;
   FetchFn fetch_;
   RecomputeFn recompute_;
-  core::Deadline deadline_;
+  core::Nanos step_timeout_;  // longest wait of one layer-step for its fetch
   std::function<void()> on_exact_;
   select::OnDemandSelector selector_;
 

@@ -4,7 +4,7 @@
 
 #include "core/log.h"
 #include "model/sampler.h"
-#include "node/common/smartgen_messages.h"
+#include "node/common/control_messages.h"
 #include "node/prefill/smartgen_prefill.h"
 #include "node/common/transfer_metrics.h"
 
@@ -17,8 +17,8 @@ struct PrefillNode::Job {
   core::Nanos enqueued = core::NowNanos();
   std::mutex mu;
   std::condition_variable cv;
-  bool done = false;
-  bool cancelled = false;
+  bool done = false;                 // guarded by mu
+  std::atomic<bool> cancelled{false};  // set by the HTTP side, read by the worker
   Result<PrefillReply> result = Status(StatusCode::kInternal, "not run");
 };
 
@@ -40,6 +40,8 @@ PrefillNode::PrefillNode(NodeConfig config, NodeRuntime runtime)
   prefill_seconds_ = &metrics_.GetHistogram("smartgen_prefill_seconds", "Prefill compute time",
                                             core::LatencyBuckets());
   queue_depth_ = &metrics_.GetGauge("smartgen_prefill_queue_depth", "Prefills waiting to run");
+  bad_control_ = &metrics_.GetCounter("smartgen_prefill_control_rejected_total",
+                                      "Malformed or unexpected control messages from peers");
 }
 
 PrefillNode::~PrefillNode() { Stop(); }
@@ -62,14 +64,22 @@ Status PrefillNode::Warmup(std::int64_t n_tokens) {
 Status PrefillNode::Start() {
   if (config_.warmup_tokens > 0) SG_RETURN_IF_ERROR(Warmup(config_.warmup_tokens));
   transfer::EndpointCallbacks cb;
+  // The endpoint calls back into this node until it is destroyed, which Stop() does before
+  // anything these callbacks touch goes.
   cb.on_control = [this](transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
     OnControl(peer, type, bytes);
   };
+  cb.on_peer_down = [this](transfer::PeerId peer, const Status& why) { OnPeerDown(peer, why); };
   SG_ASSIGN_OR_RETURN(endpoint_, transfer::Endpoint::Create(rt_.endpoint_config, rt_.transport,
                                                             &store_, /*sink=*/nullptr, cb));
   speculative_ = std::make_unique<SpeculativeSender>(
       endpoint_.get(), rt_.blocks->geometry().block_bytes(), config_.link_gbps * 1e9 / 8);
-  store_.set_on_release([this](std::uint64_t id) { speculative_->Remove(id); });
+  // Runs on the endpoint's threads: the sender outlives the endpoint (see Stop).
+  store_.set_on_release([this](std::uint64_t id) {
+    speculative_->Remove(id);
+    std::lock_guard<std::mutex> lock(active_mu_);
+    active_.erase(id);
+  });
   worker_ = std::thread([this] { Worker(); });
   http_.Post("/internal/prefill", [this](const httplib::Request& q, httplib::Response& s) {
     HandlePrefill(q, s);
@@ -83,7 +93,7 @@ Status PrefillNode::Start() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& job : queue_) {
-        if (job->call.request_id == id) job->cancelled = true;
+        if (job->call.request_id == id) job->cancelled.store(true);
       }
     }
     endpoint_->CancelRequest(id);
@@ -123,20 +133,48 @@ void PrefillNode::Stop() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
-  speculative_.reset();
+  // The sender's thread posts to the endpoint: stop it first. The endpoint's shutdown releases
+  // every lease, which calls the sender's Remove: the sender object goes last.
+  if (speculative_) speculative_->Stop();
   endpoint_.reset();
+  speculative_.reset();
 }
 
-void PrefillNode::OnControl(transfer::PeerId, std::uint32_t type, transfer::ConstBytes bytes) {
-  if (type != static_cast<std::uint32_t>(ControlType::kRequested)) return;
-  std::uint64_t id = 0;
-  std::vector<select::BlockKey> keys;
-  if (DecodeRequested(bytes, &id, &keys).ok()) speculative_->MarkRequested(id, keys);
+void PrefillNode::OnPeerDown(transfer::PeerId peer, const Status& why) {
+  // The decode node is gone: nobody will finish these requests, so free their KV now rather
+  // than at lease expiry.
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(active_mu_);
+    for (const auto& [id, p] : active_) {
+      if (p == peer) ids.push_back(id);
+    }
+  }
+  if (!ids.empty()) {
+    SG_LOG_WARN("prefill", "{}: KV peer down ({}); cancelling {} request(s)", config_.name,
+                why.ToString(), ids.size());
+  }
+  for (std::uint64_t id : ids) endpoint_->CancelRequest(id);
 }
 
-Status PrefillNode::SendControl(transfer::PeerId peer, ControlType type,
-                                std::span<const std::byte> bytes) {
+void PrefillNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
+  auto m = DecodeControl(type, bytes);
+  if (!m.ok() || m->type != ControlType::kRequested) {
+    bad_control_->Increment();
+    SG_LOG_WARN("prefill", "{}: rejected a control message of type {} from peer {}: {}", config_.name,
+                type, peer.value, m.ok() ? "not expected here" : m.status().ToString());
+    return;
+  }
+  speculative_->MarkRequested(m->request_id, m->blocks);
+}
+
+Status PrefillNode::SendControl(transfer::PeerId peer, std::span<const std::byte> bytes,
+                                ControlType type) {
   return endpoint_->SendControl(peer, static_cast<std::uint32_t>(type), bytes);
+}
+
+Status PrefillNode::SendControl(transfer::PeerId peer, const ControlMessage& m) {
+  return SendControl(peer, EncodeControl(m), m.type);
 }
 
 Status PrefillNode::Push(transfer::PeerId peer, std::vector<transfer::BlockRange> ranges,
@@ -220,7 +258,7 @@ void PrefillNode::HandlePrefill(const httplib::Request& req, httplib::Response& 
   cv_.notify_all();
   std::unique_lock<std::mutex> lock(job->mu);
   if (!job->cv.wait_for(lock, std::chrono::nanoseconds(deadline.Remaining()), [&] { return job->done; })) {
-    job->cancelled = true;
+    job->cancelled.store(true);
     return ReplyStatus(res, DeadlineExceeded("prefill of request {} timed out", job->call.request_id));
   }
   if (!job->result.ok()) return ReplyStatus(res, job->result.status());
@@ -239,7 +277,7 @@ void PrefillNode::Worker() {
       queue_depth_->Set(static_cast<double>(queue_.size()));
     }
     Result<PrefillReply> result = Status(StatusCode::kCancelled, "cancelled before it ran");
-    if (!job->cancelled) {
+    if (!job->cancelled.load()) {
       result = RunPrefill(job->call);
       if (result.ok()) result->queue_ms = core::ToMillis(core::NowNanos() - job->enqueued) - result->prefill_ms;
     }
@@ -294,26 +332,53 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
     return OutOfRange("prompt of {} tokens does not fit the context length {}", call.prompt.size(),
                       rt_.forward->max_context());
   }
+  SmartgenOptions sg_options;
+  if (call.mode == TransferMode::kSmartgen) {
+    SG_ASSIGN_OR_RETURN(sg_options, ParseSmartgenOptions(call.options));
+  }
   SG_ASSIGN_OR_RETURN(transfer::PeerId peer, PeerFor(call.decode_address, deadline));
   SG_ASSIGN_OR_RETURN(std::shared_ptr<PrefillKvStore::Entry> entry, store_.Add(id));
+  {
+    std::lock_guard<std::mutex> lock(active_mu_);
+    active_[id] = peer;
+  }
+  // Every way out below that is not a success ends the request on both sides: the decode node
+  // is told to compute the prompt itself, and the KV and its lease are freed now.
+  bool succeeded = false;
+  Status failure;
+  struct Cleanup {
+    PrefillNode* node;
+    std::uint64_t id;
+    transfer::PeerId peer;
+    const bool& succeeded;
+    const Status& failure;
+    ~Cleanup() {
+      if (succeeded) return;
+      node->prefills_failed_->Increment();
+      node->SendControl(peer, ControlMessage::PrefillFailed(id, failure)).IgnoreError();
+      node->endpoint_->CancelRequest(id);
+      node->store_.Remove(id);
+      std::lock_guard<std::mutex> lock(node->active_mu_);
+      node->active_.erase(id);
+    }
+  } cleanup{this, id, peer, succeeded, failure};
+  auto fail = [&](Status st) {
+    failure = st;
+    return st;
+  };
+
   // The lease keeps the KV until the decode node is done with it (or the lease expires).
-  Status st = endpoint_->HoldLease(id);
-  const std::int64_t n_blocks = rt_.blocks->geometry().BlocksFor(static_cast<std::int64_t>(call.prompt.size()));
+  if (Status st = endpoint_->HoldLease(id); !st.ok()) return fail(st);
+  // The decode node ties the request to this link from here on: if the link dies, it knows.
+  if (Status st = SendControl(peer, ControlMessage::PrefillStarted(id)); !st.ok()) return fail(st);
 
   const std::int64_t n_prompt = static_cast<std::int64_t>(call.prompt.size());
   const kv::KvGeometry& geometry = rt_.blocks->geometry();
+  const std::int64_t n_blocks = geometry.BlocksFor(n_prompt);
   const std::int64_t full_kv_bytes =
       n_blocks * static_cast<std::int64_t>(geometry.block_bytes()) * geometry.n_layers * geometry.n_kv_heads;
   std::unique_ptr<SmartgenPrefill> sg;
-  SmartgenOptions sg_options;
   if (call.mode == TransferMode::kSmartgen) {
-    auto parsed = ParseSmartgenOptions(call.options);
-    if (!parsed.ok()) {
-      store_.Remove(id);
-      endpoint_->ReleaseLease(id);
-      return parsed.status();
-    }
-    sg_options = *parsed;
     // The proactive set is what the link carries while the prefill runs (or a fixed R).
     std::int64_t budget = full_kv_bytes;
     if (sg_options.proactive_ratio > 0) {
@@ -345,8 +410,8 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
       push_status = PushLayers(peer, id, layer, layer + 1, n_blocks, deadline);
     } else if (sg) {
       SmartgenPrefill::LayerOutput out = sg->OnLayerDone(layer, entry->kv);
-      push_status = SendControl(peer, ControlType::kSummaries, out.summaries);
-      if (push_status.ok()) push_status = SendControl(peer, ControlType::kProactiveManifest, out.manifest);
+      push_status = SendControl(peer, out.summaries, ControlType::kSummaries);
+      if (push_status.ok()) push_status = SendControl(peer, out.manifest, ControlType::kProactiveManifest);
       if (push_status.ok()) {
         push_status = Push(peer, std::move(out.push), transfer::Priority::kProactive, deadline);
       }
@@ -354,27 +419,20 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   };
   core::Stopwatch watch;
   model::ForwardChunk chunks[1] = {chunk};
-  if (st.ok()) st = rt_.forward->Run(chunks);
+  if (Status st = rt_.forward->Run(chunks); !st.ok()) return fail(st);
   const double prefill_ms = watch.ElapsedMillis();
-  if (st.ok()) st = push_status;
-  if (st.ok() && call.mode == TransferMode::kFull) {
-    st = PushLayers(peer, id, 0, rt_.model->config().n_layers, n_blocks, deadline);
-  }
-  if (!st.ok()) {
-    prefills_failed_->Increment();
-    json failed = {{"request_id", id}, {"message", st.ToString()}};
-    const std::string text = failed.dump();
-    endpoint_->SendControl(peer, static_cast<std::uint32_t>(ControlType::kPrefillFailed),
-                           std::as_bytes(std::span(text.data(), text.size()))).IgnoreError();
-    endpoint_->CancelRequest(id);
-    store_.Remove(id);
-    return st;
+  if (!push_status.ok()) return fail(push_status);
+  if (call.mode == TransferMode::kFull) {
+    if (Status st = PushLayers(peer, id, 0, rt_.model->config().n_layers, n_blocks, deadline); !st.ok()) {
+      return fail(st);
+    }
   }
   model::Sampler sampler(call.sampling, 0);
   const std::int32_t first = sampler.Sample(logits);
-  const std::string done = ToJson(PrefillDone{id, first, static_cast<std::int64_t>(call.prompt.size())}).dump();
-  SG_RETURN_IF_ERROR(endpoint_->SendControl(peer, static_cast<std::uint32_t>(ControlType::kPrefillDone),
-                                            std::as_bytes(std::span(done.data(), done.size()))));
+  if (Status st = SendControl(peer, ControlMessage::PrefillDone(id, first, n_prompt)); !st.ok()) {
+    return fail(st);
+  }
+  succeeded = true;
   if (sg && sg_options.speculative) {
     speculative_->Add(id, peer, sg->TakeSpeculative(), sg->pushed(), sg_options.pacing, deadline);
   }

@@ -33,6 +33,7 @@
 #include "node/common/http_rpc.h"
 #include "node/common/node_config.h"
 #include "node/prefill/prefill_kv_store.h"
+#include "node/common/control_messages.h"
 #include "node/common/protocol.h"
 #include "node/prefill/speculative_sender.h"
 #include "transfer/endpoint.h"
@@ -69,8 +70,10 @@ class PrefillNode {
                     int end_layer, std::int64_t n_blocks, core::Deadline deadline);
   Status Push(transfer::PeerId peer, std::vector<transfer::BlockRange> ranges,
               transfer::Priority priority, core::Deadline deadline);
-  Status SendControl(transfer::PeerId peer, ControlType type, std::span<const std::byte> bytes);
+  Status SendControl(transfer::PeerId peer, std::span<const std::byte> bytes, ControlType type);
+  Status SendControl(transfer::PeerId peer, const ControlMessage& m);
   void OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes);
+  void OnPeerDown(transfer::PeerId peer, const Status& why);
   // The estimated prefill time of n tokens, from past prefills (ms per token by length).
   double EstimatePrefillSeconds(std::int64_t n_tokens) const;
   void RecordPrefill(std::int64_t n_tokens, double seconds);
@@ -88,6 +91,9 @@ class PrefillNode {
   std::mutex peers_mu_;
   std::map<std::string, transfer::PeerId> peers_;
   std::unique_ptr<SpeculativeSender> speculative_;
+  // Requests whose KV is held for a decode node, and the link they use.
+  std::mutex active_mu_;
+  std::map<std::uint64_t, transfer::PeerId> active_;
   mutable std::mutex estimate_mu_;
   std::map<int, double> ms_per_token_;  // log2(n_tokens) bucket -> EWMA
 
@@ -104,6 +110,7 @@ class PrefillNode {
   core::Counter* bytes_pushed_;
   core::Histogram* prefill_seconds_;
   core::Gauge* queue_depth_;
+  core::Counter* bad_control_;
 };
 
 }  // namespace smartgen::node

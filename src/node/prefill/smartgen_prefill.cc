@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "node/common/smartgen_messages.h"
+#include "node/common/control_messages.h"
 
 namespace smartgen::node {
 
@@ -51,7 +51,7 @@ SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::S
   LayerOutput out;
   const select::LayerSummaries summaries = select::LayerSummaries::Build(kv, layer, n_prompt_);
   const std::vector<std::byte> wire = summaries.Serialize();
-  out.summaries = EncodeSummaries(request_id_, wire);
+  out.summaries = EncodeControl(ControlMessage::Summaries(request_id_, wire));
   summary_bytes_ += static_cast<std::int64_t>(out.summaries.size());
 
   std::vector<float> scores;
@@ -65,7 +65,7 @@ SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::S
     if (pushed_.Insert(item.key)) keys.push_back(item.key);
   }
   pushed_blocks_ += static_cast<std::int64_t>(keys.size());
-  out.manifest = EncodeManifest(request_id_, layer, keys);
+  out.manifest = EncodeControl(ControlMessage::Manifest(request_id_, layer, keys));
   out.push = ToRanges(request_id_, keys);
   return out;
 }

@@ -26,13 +26,15 @@ SpeculativeSender::SpeculativeSender(transfer::Endpoint* endpoint, std::size_t b
   thread_ = std::thread([this] { Loop(); });
 }
 
-SpeculativeSender::~SpeculativeSender() {
+SpeculativeSender::~SpeculativeSender() { Stop(); }
+
+void SpeculativeSender::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void SpeculativeSender::Add(std::uint64_t request_id, transfer::PeerId peer,

@@ -25,9 +25,13 @@ namespace smartgen::node {
 
 class SpeculativeSender {
  public:
-  // `endpoint` must outlive the sender. link_bytes_per_s 0 = unshaped.
+  // `endpoint` must outlive the sender's thread (Stop, or the destructor). link_bytes_per_s 0 =
+  // unshaped.
   SpeculativeSender(transfer::Endpoint* endpoint, std::size_t block_bytes, double link_bytes_per_s);
-  ~SpeculativeSender();
+  ~SpeculativeSender();  // Stop()
+  // Stops posting and joins the thread; the other methods keep working (they only touch the
+  // stream table), so lease releases during the endpoint's shutdown still find the sender.
+  void Stop();
 
   // Starts streaming `stream` of request_id to `peer`, skipping `skip` (the pushed blocks).
   void Add(std::uint64_t request_id, transfer::PeerId peer, select::SpeculativeStream stream,

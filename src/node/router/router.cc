@@ -1,12 +1,13 @@
 #include "node/router/router.h"
 
 #include <condition_variable>
-#include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "core/log.h"
+#include "node/router/ordered_delivery.h"
 
 namespace smartgen::node {
 
@@ -14,59 +15,13 @@ using nlohmann::json;
 
 namespace {
 
-// Delivers tokens to the client in output order, exactly once, whichever node sent them.
-class OrderedDelivery {
- public:
-  OrderedDelivery(const std::function<bool(std::int32_t)>& sink, core::Nanos start, int max_tokens)
-      : sink_(sink), start_(start), max_tokens_(max_tokens) {}
-
-  // False once the client has gone (the sink said stop). A sink that says stop at the last
-  // token of the request is not a cancellation: the request is complete.
-  bool Push(int index, std::int32_t token) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (cancelled_) return false;
-    if (index < next_) return true;  // a duplicate (e.g. token 0 from a fallback)
-    pending_.emplace(index, token);
-    while (!pending_.empty() && pending_.begin()->first == next_) {
-      const std::int32_t t = pending_.begin()->second;
-      pending_.erase(pending_.begin());
-      const core::Nanos now = core::NowNanos();
-      if (next_ < 2) times_[next_] = now - start_;
-      ++next_;
-      if (!sink_(t) && next_ < max_tokens_) {
-        cancelled_ = true;
-        return false;
-      }
-    }
-    return true;
-  }
-  bool cancelled() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return cancelled_;
-  }
-  int delivered() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return next_;
-  }
-  // Request start -> token 0 and token 1 delivered (0 if not yet).
-  core::Nanos time_of(int i) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return times_[i];
-  }
-
- private:
-  const std::function<bool(std::int32_t)>& sink_;
-  const core::Nanos start_;
-  const int max_tokens_;
-  mutable std::mutex mu_;
-  int next_ = 0;
-  std::map<int, std::int32_t> pending_;
-  bool cancelled_ = false;
-  core::Nanos times_[2] = {0, 0};
-};
-
 core::Nanos Remaining(const core::Deadline& d) {
   return std::max<core::Nanos>(d.Remaining(), core::Millis(1));
+}
+
+bool IsRequestError(StatusCode c) {
+  return c == StatusCode::kInvalidArgument || c == StatusCode::kOutOfRange ||
+         c == StatusCode::kFailedPrecondition;
 }
 
 }  // namespace
@@ -75,69 +30,36 @@ Result<std::unique_ptr<Router>> Router::Create(const RouterConfig& config) {
   if (config.decode_nodes.empty()) return InvalidArgument("the router needs at least one decode node");
   std::unique_ptr<Router> r(new Router(config));
   SG_ASSIGN_OR_RETURN(r->model_, model::Model::Load(config.model_path));
-  std::random_device rd;
-  r->id_base_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  for (const auto& [list, pool] : {std::pair{&config.prefill_nodes, &r->prefill_},
-                                   std::pair{&config.decode_nodes, &r->decode_}}) {
-    for (const std::string& a : *list) {
-      auto node = std::make_unique<Node>();
-      SG_ASSIGN_OR_RETURN(node->address, ParseNodeAddress(a));
-      pool->push_back(std::move(node));
-    }
+  const std::uint64_t fp = r->model_->fingerprint();
+  SG_ASSIGN_OR_RETURN(r->prefill_, NodePool::Create("prefill", config.prefill_nodes, fp, config.health, &r->metrics_));
+  SG_ASSIGN_OR_RETURN(r->decode_, NodePool::Create("decode", config.decode_nodes, fp, config.health, &r->metrics_));
+  const core::Deadline wait = core::Deadline::After(config.startup_wait);
+  while (!wait.Expired() &&
+         (r->decode_->up_count() == 0 || (!r->prefill_->empty() && r->prefill_->up_count() == 0))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  SG_RETURN_IF_ERROR(r->Connect());
+  SG_LOG_INFO("router", "prefill nodes up {}/{}, decode nodes up {}/{}", r->prefill_->up_count(),
+              r->prefill_->size(), r->decode_->up_count(), r->decode_->size());
   return r;
 }
 
-Status Router::Connect() {
-  const core::Deadline deadline = core::Deadline::After(config_.connect_timeout);
-  context_length_ = std::numeric_limits<std::int64_t>::max();
-  for (auto* pool : {&prefill_, &decode_}) {
-    for (auto& node : *pool) {
-      Result<json> info = Unavailable("not asked yet");
-      while (true) {
-        info = GetJson(node->address, "/internal/info", core::Seconds(2));
-        if (info.ok() || deadline.Expired()) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      if (!info.ok()) return info.status().WithContext("router: node did not come up");
-      SG_ASSIGN_OR_RETURN(node->info, ParseNodeInfo(*info));
-      const std::string want = pool == &prefill_ ? "prefill" : "decode";
-      if (node->info.role != want) {
-        return InvalidArgument("node {} is a {} node, listed as {}", node->address.ToString(),
-                               node->info.role, want);
-      }
-      if (node->info.model_fingerprint != model_->fingerprint()) {
-        return FailedPrecondition("node {} serves a different model than the router's {}",
-                                  node->address.ToString(), config_.model_path);
-      }
-      context_length_ = std::min(context_length_, node->info.context_length);
-    }
+std::int64_t Router::context_length() const {
+  std::int64_t c = model_->config().n_ctx_train;
+  for (const NodePool* pool : {prefill_.get(), decode_.get()}) {
+    const std::int64_t n = pool->context_length();
+    if (n > 0) c = std::min(c, n);
   }
-  SG_LOG_INFO("router", "{} prefill and {} decode nodes, context {}", prefill_.size(),
-              decode_.size(), context_length_);
-  return Status::Ok();
+  return c;
 }
 
-Router::Node* Router::Pick(std::vector<std::unique_ptr<Node>>& pool) const {
-  const core::Nanos now = core::NowNanos();
-  Node* best = nullptr;
-  Node* best_any = nullptr;
-  for (auto& n : pool) {
-    if (!best_any || n->in_flight < best_any->in_flight) best_any = n.get();
-    if (n->down_until.load() > now) continue;
-    if (!best || n->in_flight < best->in_flight) best = n.get();
-  }
-  return best ? best : best_any;
+std::uint64_t Router::NewRequestId() {
+  // Random, not sequential: an id seen in one response says nothing about another request's.
+  thread_local std::mt19937_64 rng{(static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
+                                   std::random_device{}()};
+  std::uint64_t id = 0;
+  while (id == 0) id = rng();
+  return id;
 }
-
-void Router::MarkDown(Node* node) const {
-  node->down_until.store(core::NowNanos() + kNodeBackoff);
-  metrics_.GetCounter("smartgen_router_node_failures_total", "Node failures seen by the router",
-                      {{"node", node->address.ToString()}}).Increment();
-}
-
-std::uint64_t Router::NextRequestId() { return id_base_ + next_id_.fetch_add(1) + 1; }
 
 TransferMode Router::ResolveAuto(const Node& prefill, std::int64_t n_prompt, json* why) const {
   const model::ModelConfig& c = model_->config();
@@ -159,35 +81,29 @@ TransferMode Router::ResolveAuto(const Node& prefill, std::int64_t n_prompt, jso
 }
 
 Status Router::Health() const {
-  const core::Nanos now = core::NowNanos();
-  for (const auto& n : decode_) {
-    if (n->down_until.load() <= now) return Status::Ok();
-  }
+  if (decode_->up_count() > 0) return Status::Ok();
   return Unavailable("no decode node is up");
 }
 
-void Router::AppendMetrics(std::string* out) const { metrics_.AppendText(out); }
+json Router::HealthReport() const {
+  const bool decode_ok = decode_->up_count() > 0;
+  const bool all = decode_->up_count() == static_cast<int>(decode_->size()) &&
+                   prefill_->up_count() == static_cast<int>(prefill_->size());
+  return {{"status", !decode_ok ? "unavailable" : all ? "ok" : "degraded"},
+          {"prefill", prefill_->Report()},
+          {"decode", decode_->Report()}};
+}
 
-Result<RouteResult> Router::Generate(const RouteRequest& rq,
-                                     const std::function<bool(std::int32_t)>& on_token) {
-  TransferMode mode = config_.default_mode;
-  if (!rq.mode.empty()) {
-    SG_ASSIGN_OR_RETURN(mode, ParseTransferMode(rq.mode));
-  }
-  const TransferMode requested = mode;
-  if (mode != TransferMode::kColocated && prefill_.empty()) {
-    return FailedPrecondition("mode '{}' needs a prefill node and the router has none",
-                              TransferModeName(mode));
-  }
-  const bool colocated = mode == TransferMode::kColocated;
-  Node* d = Pick(decode_);
-  Node* p = colocated ? nullptr : Pick(prefill_);
-  json auto_reason = nullptr;
-  if (mode == TransferMode::kAuto) {
-    mode = ResolveAuto(*p, static_cast<std::int64_t>(rq.prompt.size()), &auto_reason);
-  }
-  const std::uint64_t id = NextRequestId();
-  const core::Nanos start = core::NowNanos();
+void Router::AppendMetrics(std::string* out) const {
+  metrics_.AppendText(out);
+  core::AppendMetricHeader(out, "smartgen_router_nodes_up", "Nodes whose health checks pass, by pool", "gauge");
+  core::AppendMetricSample(out, "smartgen_router_nodes_up", {{"pool", "prefill"}}, prefill_->up_count());
+  core::AppendMetricSample(out, "smartgen_router_nodes_up", {{"pool", "decode"}}, decode_->up_count());
+}
+
+Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Node* d, Node* p,
+                                   TransferMode mode, OrderedDelivery& delivery) {
+  Attempt attempt;
   d->in_flight++;
   if (p) p->in_flight++;
   struct InFlight {
@@ -199,7 +115,6 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq,
     }
   } in_flight{d, p};
 
-  OrderedDelivery delivery(on_token, start, rq.max_tokens);
   DecodeCall call;
   call.request_id = id;
   call.prompt = rq.prompt;
@@ -215,27 +130,32 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq,
   bool accepted = false, stream_over = false;
   Status stream_status;
   std::optional<DecodeEvent> last;  // done or error
+  AbortableCall decode_call;
+  NodePool::CallGuard decode_guard(d, &decode_call);
+  const core::Nanos idle = std::min(config_.stream_idle_timeout, Remaining(rq.deadline));
   std::thread decode_thread([&] {
-    Status st = PostStream(d->address, "/internal/decode", ToJson(call), Remaining(rq.deadline),
-                           [&](const json& line) {
-                             auto ev = ParseDecodeEvent(line);
-                             if (!ev.ok()) return false;
-                             switch (ev->kind) {
-                               case DecodeEvent::Kind::kAccepted: {
-                                 std::lock_guard<std::mutex> lock(mu);
-                                 accepted = true;
-                                 cv.notify_all();
-                                 return true;
-                               }
-                               case DecodeEvent::Kind::kToken:
-                                 return delivery.Push(ev->index, ev->token);
-                               default: {
-                                 std::lock_guard<std::mutex> lock(mu);
-                                 last = std::move(*ev);
-                                 return true;
-                               }
-                             }
-                           });
+    Status st = PostStream(
+        d->address, "/internal/decode", ToJson(call), idle,
+        [&](const json& line) {
+          auto ev = ParseDecodeEvent(line);
+          if (!ev.ok()) return false;
+          switch (ev->kind) {
+            case DecodeEvent::Kind::kAlive: return true;
+            case DecodeEvent::Kind::kAccepted: {
+              std::lock_guard<std::mutex> lock(mu);
+              accepted = true;
+              cv.notify_all();
+              return true;
+            }
+            case DecodeEvent::Kind::kToken: return delivery.Push(ev->index, ev->token);
+            default: {
+              std::lock_guard<std::mutex> lock(mu);
+              last = std::move(*ev);
+              return true;
+            }
+          }
+        },
+        &decode_call);
     std::lock_guard<std::mutex> lock(mu);
     stream_status = st;
     stream_over = true;
@@ -249,83 +169,157 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq,
     cv.wait(lock, [&] { return accepted || stream_over; });
   }
 
+  // The prefill runs beside the decode stream; it is aborted if the stream ends first (the
+  // decode node fell back, or failed) so a hung prefill node holds nothing.
   json prefill_stats = nullptr;
   Status prefill_status;
-  if (!colocated && accepted) {
-    PrefillCall pc;
-    pc.request_id = id;
-    pc.prompt = rq.prompt;
-    pc.sampling = rq.sampling;
-    pc.mode = mode;
-    pc.decode_address = d->info.transfer_address;
-    pc.timeout_ms = call.timeout_ms;
-    pc.options = rq.options;
-    auto reply = PostJson(p->address, "/internal/prefill", ToJson(pc), Remaining(rq.deadline));
-    Result<PrefillReply> parsed = reply.ok() ? ParsePrefillReply(*reply) : Result<PrefillReply>(reply.status());
-    if (parsed.ok()) {
-      prefill_stats = ToJson(*parsed);
-      const double ms_per_token = parsed->prefill_ms / static_cast<double>(rq.prompt.size());
-      const double old = p->prefill_ms_per_token.load();
-      p->prefill_ms_per_token.store(old == 0 ? ms_per_token : 0.7 * old + 0.3 * ms_per_token);
-      if (!delivery.Push(0, parsed->first_token)) {
-        cancel_at(d);
-        cancel_at(p);
+  AbortableCall prefill_call;
+  std::optional<NodePool::CallGuard> prefill_guard;
+  std::thread prefill_thread;
+  if (p && accepted) {
+    attempt.prefill_ran = true;
+    prefill_guard.emplace(p, &prefill_call);
+    prefill_thread = std::thread([&] {
+      PrefillCall pc;
+      pc.request_id = id;
+      pc.prompt = rq.prompt;
+      pc.sampling = rq.sampling;
+      pc.mode = mode;
+      pc.decode_address = d->info.transfer_address;
+      pc.timeout_ms = call.timeout_ms;
+      pc.options = rq.options;
+      auto reply = prefill_call.PostJson(p->address, "/internal/prefill", ToJson(pc), Remaining(rq.deadline));
+      Result<PrefillReply> parsed = reply.ok() ? ParsePrefillReply(*reply) : Result<PrefillReply>(reply.status());
+      if (parsed.ok()) {
+        prefill_stats = ToJson(*parsed);
+        const double ms_per_token = parsed->prefill_ms / static_cast<double>(rq.prompt.size());
+        const double old = p->prefill_ms_per_token.load();
+        p->prefill_ms_per_token.store(old == 0 ? ms_per_token : 0.7 * old + 0.3 * ms_per_token);
+        if (!delivery.Push(0, parsed->first_token)) decode_call.Abort();
+        return;
       }
-    } else {
       prefill_status = parsed.status();
+      if (prefill_call.aborted()) return;  // the decode side ended first
       const StatusCode c = prefill_status.code();
-      if (c == StatusCode::kInvalidArgument || c == StatusCode::kOutOfRange ||
-          c == StatusCode::kResourceExhausted) {
+      if (IsRequestError(c) || c == StatusCode::kResourceExhausted) {
         cancel_at(d);  // the request itself is bad (or the node is full): no fallback
-      } else {
-        // The prefill node failed: the decode node computes the prompt itself.
-        if (c == StatusCode::kUnavailable) MarkDown(p);
-        SG_LOG_WARN("router", "request {}: prefill on {} failed ({}); decode node falls back",
-                    id, p->address.ToString(), prefill_status.ToString());
-        PostJson(d->address, "/internal/fallback",
-                 {{"request_id", id}, {"reason", prefill_status.ToString()}}, core::Seconds(2))
-            .status()
-            .IgnoreError();
+        return;
       }
-    }
+      // The prefill node failed: the decode node computes the prompt itself.
+      if (c == StatusCode::kUnavailable) prefill_->MarkDown(p, prefill_status);
+      SG_LOG_WARN("router", "request {}: prefill on {} failed ({}); decode node falls back", id,
+                  p->address.ToString(), prefill_status.ToString());
+      PostJson(d->address, "/internal/fallback", {{"request_id", id}}, core::Seconds(2)).status().IgnoreError();
+    });
   }
   decode_thread.join();
+  if (prefill_thread.joinable()) {
+    prefill_call.Abort();
+    prefill_thread.join();
+  }
 
-  RouteResult result;
   if (delivery.cancelled()) {
     cancel_at(d);
     cancel_at(p);
-    result.finish_reason = "cancelled";
-    return result;
+    attempt.result = RouteResult{"cancelled", json::object()};
+    return attempt;
   }
   if (!last.has_value()) {
-    // The decode stream broke without a final event: the decode node died or was unreachable.
-    if (stream_status.code() == StatusCode::kUnavailable) MarkDown(d);
+    // The stream broke without a final event: the decode node died, hung, or refused.
     cancel_at(p);
-    if (!prefill_status.ok()) return prefill_status;
-    return stream_status.ok() ? Unavailable("decode node {} ended the stream early", d->address.ToString())
-                              : stream_status.WithContext(fmt::format("decode node {}", d->address.ToString()));
+    const StatusCode c = stream_status.code();
+    const bool node_fault = c == StatusCode::kUnavailable || c == StatusCode::kDeadlineExceeded ||
+                            c == StatusCode::kCancelled || c == StatusCode::kDataLoss || stream_status.ok();
+    if (node_fault) {
+      decode_->MarkDown(d, stream_status.ok() ? Unavailable("stream ended early") : stream_status);
+      attempt.kind = accepted ? Attempt::Kind::kBrokeMidStream : Attempt::Kind::kNotAccepted;
+    } else if (c == StatusCode::kResourceExhausted && !accepted) {
+      attempt.kind = Attempt::Kind::kNotAccepted;  // full: another node may have room
+    }
+    attempt.result = !prefill_status.ok() && IsRequestError(prefill_status.code())
+                         ? Status(prefill_status)
+                         : stream_status.ok() ? Unavailable("decode node {} ended the stream early", d->address.ToString())
+                                              : stream_status.WithContext(fmt::format("decode node {}", d->address.ToString()));
+    return attempt;
   }
   if (last->kind == DecodeEvent::Kind::kError) {
     const Status st(last->code, last->message);
-    if (!prefill_status.ok() && st.code() == StatusCode::kCancelled) return prefill_status;
-    return st;
+    attempt.result = !prefill_status.ok() && st.code() == StatusCode::kCancelled ? prefill_status : st;
+    return attempt;
   }
+  RouteResult result;
   result.finish_reason = last->finish_reason;
   json stats = last->stats.is_object() ? last->stats : json::object();
-  stats["mode"] = TransferModeName(mode);
-  stats["requested_mode"] = TransferModeName(requested);
-  if (!auto_reason.is_null()) stats["auto"] = auto_reason;
-  stats["request_id"] = id;
   stats["decode_node"] = d->address.ToString();
   if (p) stats["prefill_node"] = p->address.ToString();
   if (!prefill_stats.is_null()) stats["prefill"] = prefill_stats;
   if (!prefill_status.ok()) stats["prefill_error"] = prefill_status.ToString();
+  result.stats = std::move(stats);
+  attempt.result = std::move(result);
+  return attempt;
+}
+
+Result<RouteResult> Router::Generate(const RouteRequest& rq,
+                                     const std::function<bool(std::int32_t)>& on_token) {
+  TransferMode mode = config_.default_mode;
+  if (!rq.mode.empty()) {
+    SG_ASSIGN_OR_RETURN(mode, ParseTransferMode(rq.mode));
+  }
+  const TransferMode requested = mode;
+  if (mode != TransferMode::kColocated && prefill_->empty()) {
+    return FailedPrecondition("mode '{}' needs a prefill node and the router has none",
+                              TransferModeName(mode));
+  }
+  json degraded = nullptr;
+  Node* p = nullptr;
+  if (mode != TransferMode::kColocated) {
+    p = prefill_->Pick();
+    if (p == nullptr) {
+      // No prefill node is up: the decode node computes the prompt (correct, just slower).
+      degraded = "no prefill node is up; ran colocated";
+      mode = TransferMode::kColocated;
+    }
+  }
+  json auto_reason = nullptr;
+  if (mode == TransferMode::kAuto) {
+    mode = ResolveAuto(*p, static_cast<std::int64_t>(rq.prompt.size()), &auto_reason);
+  }
+  const core::Nanos start = core::NowNanos();
+  OrderedDelivery delivery(on_token, start, rq.max_tokens);
+  std::set<Node*> tried;
+  Result<RouteResult> outcome = Unavailable("no decode node is up");
+  json failovers = json::array();
+  std::uint64_t id = 0;
+  for (int a = 0; a < std::max(1, config_.max_attempts); ++a) {
+    Node* d = decode_->Pick(tried);
+    if (d == nullptr) break;
+    tried.insert(d);
+    id = NewRequestId();
+    Attempt attempt = RunAttempt(rq, id, d, mode == TransferMode::kColocated ? nullptr : p, mode, delivery);
+    outcome = std::move(attempt.result);
+    if (attempt.kind == Attempt::Kind::kFinished || rq.deadline.Expired()) break;
+    failovers.push_back({{"decode_node", d->address.ToString()}, {"error", outcome.status().ToString()}});
+    SG_LOG_WARN("router", "request {}: decode node {} failed ({}); trying another", id,
+                d->address.ToString(), outcome.status().ToString());
+    if (attempt.kind == Attempt::Kind::kBrokeMidStream) {
+      // The KV went to the node that failed: the next one computes the prompt itself.
+      mode = TransferMode::kColocated;
+      p = nullptr;
+    }
+  }
+  if (!outcome.ok()) return outcome.status();
+  RouteResult result = std::move(*outcome);
+  json& stats = result.stats;
+  stats["mode"] = TransferModeName(mode);
+  stats["requested_mode"] = TransferModeName(requested);
+  if (!auto_reason.is_null()) stats["auto"] = auto_reason;
+  if (!degraded.is_null()) stats["degraded"] = degraded;
+  if (!failovers.empty()) stats["failovers"] = failovers;
+  stats["request_id"] = id;
   if (delivery.time_of(0)) stats["router_ttft_ms"] = core::ToMillis(delivery.time_of(0));
   if (delivery.time_of(1)) {
     stats["router_ttst_ms"] = core::ToMillis(delivery.time_of(1) - delivery.time_of(0));
   }
-  result.stats = std::move(stats);
   metrics_.GetCounter("smartgen_router_requests_total", "Requests routed, by mode and outcome",
                       {{"mode", std::string(TransferModeName(mode))}, {"outcome", "ok"}})
       .Increment();

@@ -1,16 +1,21 @@
 // Router: the front of a disaggregated deployment. It holds pools of prefill and decode nodes
-// (any number of each), picks one of each per request (least loaded among the healthy ones),
-// streams token 1 from the prefill node as soon as it has it, and the rest from the decode node.
-// The HTTP API (server layer) sits on top of it through an adapter.
+// (any number of each, health-checked: node_pool.h), picks one of each per request (least
+// loaded among those up), streams token 1 from the prefill node as soon as it has it, and the
+// rest from the decode node. The HTTP API (server layer) sits on top of it through an adapter.
 //
 // Per request: register at the decode node (POST /internal/decode, streamed), then prefill at
 // the prefill node (POST /internal/prefill), which ships the KV straight to that decode node.
-// Tokens are delivered in order exactly once (a reorder buffer keyed by output index), whichever
-// node produced them. Failures:
-//   - prefill node down or failing: the decode node is told to compute the prompt itself
-//     (/internal/fallback), so the request still completes correctly;
-//   - decode node down mid-request: the client gets kUnavailable at once; the prefill node is
-//     told to cancel. A node that failed is avoided for a while (kNodeBackoff).
+// Tokens are delivered in order exactly once (ordered_delivery.h), whichever node and whichever
+// attempt produced them. Failures, each bounded by a deadline rather than the request's:
+//   - no prefill node up: the request runs colocated on a decode node (stats say why);
+//   - prefill node failing, or aborted because its health checks failed: the decode node is
+//     told to compute the prompt itself (/internal/fallback);
+//   - decode node refusing or unreachable before it accepted the request: the request goes to
+//     the next decode node that is up (at most max_attempts nodes);
+//   - decode node dead or silent mid-stream (no line within stream_idle_timeout; nodes write a
+//     keep-alive line every second): it is marked down, and the request continues colocated
+//     on another decode node from the next token (deterministic sampling gives the same tokens;
+//     those already delivered are skipped);
 //   - the client going away (on_token false): both nodes are told to cancel.
 // Mode auto is resolved here per request (ResolveAuto), before either node is called.
 //
@@ -34,6 +39,7 @@
 #include "node/common/http_rpc.h"
 #include "node/common/protocol.h"
 #include "node/common/transfer_mode.h"
+#include "node/router/node_pool.h"
 
 namespace smartgen::node {
 
@@ -42,7 +48,12 @@ struct RouterConfig {
   std::vector<std::string> prefill_nodes;  // internal HTTP addresses "host:port"
   std::vector<std::string> decode_nodes;
   TransferMode default_mode = TransferMode::kLayerwise;
-  core::Nanos connect_timeout = core::Seconds(30);  // waiting for nodes at start-up
+  HealthOptions health;
+  // Create waits at most this long for a decode node (and a prefill node, if any are listed)
+  // to be up, then serves with whatever is up.
+  core::Nanos startup_wait = core::Seconds(10);
+  core::Nanos stream_idle_timeout = core::Seconds(5);  // a decode stream silent this long: hung
+  int max_attempts = 3;                                // decode nodes tried per request
 };
 
 struct RouteRequest {
@@ -60,48 +71,47 @@ struct RouteResult {
   nlohmann::json stats;       // mode, nodes, ttft_ms, ttst_ms, prefill_ms, kv figures, ...
 };
 
+class OrderedDelivery;
+
 class Router {
  public:
+  // Starts with whichever nodes are up; the others are taken in when they come up.
   static Result<std::unique_ptr<Router>> Create(const RouterConfig& config);
 
   const model::Model& model() const { return *model_; }
-  std::int64_t context_length() const { return context_length_; }
+  // The smallest context length of the nodes seen so far (the model's before any).
+  std::int64_t context_length() const;
 
   Result<RouteResult> Generate(const RouteRequest& request,
                                const std::function<bool(std::int32_t)>& on_token);
 
-  // OK when at least one decode node (and, for disaggregated modes, one prefill node) is up.
+  // OK when at least one decode node is up; kUnavailable otherwise.
   Status Health() const;
+  // {"status": "ok" | "degraded" | "unavailable", "prefill": pool, "decode": pool}
+  nlohmann::json HealthReport() const;
   void AppendMetrics(std::string* out) const;
 
  private:
-  struct Node {
-    NodeAddress address;
-    NodeInfo info;
-    std::atomic<int> in_flight{0};
-    std::atomic<core::Nanos> down_until{0};
-    std::atomic<double> prefill_ms_per_token{0};  // EWMA over its replies (0 = none yet)
+  using Node = NodePool::Node;
+  // How one attempt on one decode node ended.
+  struct Attempt {
+    enum class Kind { kFinished, kNotAccepted, kBrokeMidStream } kind = Kind::kFinished;
+    Result<RouteResult> result = RouteResult{};
+    bool prefill_ran = false;
   };
-  static constexpr core::Nanos kNodeBackoff = core::Seconds(5);
 
   explicit Router(RouterConfig config) : config_(std::move(config)) {}
-  Status Connect();
-  // The least-loaded healthy node (or the least-loaded one if none is healthy).
-  Node* Pick(std::vector<std::unique_ptr<Node>>& pool) const;
   // auto mode: layerwise when the link hides the whole transfer behind the prefill, else
   // smartgen. Uses the prefill node's link rate and its measured prefill speed.
   TransferMode ResolveAuto(const Node& prefill, std::int64_t n_prompt, nlohmann::json* why) const;
-  void MarkDown(Node* node) const;
-  std::uint64_t NextRequestId();
+  Attempt RunAttempt(const RouteRequest& rq, std::uint64_t id, Node* d, Node* p, TransferMode mode,
+                     OrderedDelivery& delivery);
+  std::uint64_t NewRequestId();
 
   RouterConfig config_;
   std::unique_ptr<model::Model> model_;
-  std::int64_t context_length_ = 0;
-  std::vector<std::unique_ptr<Node>> prefill_, decode_;
-  std::atomic<std::uint64_t> next_id_{0};
-  std::uint64_t id_base_ = 0;
-
   mutable core::MetricsRegistry metrics_;
+  std::unique_ptr<NodePool> prefill_, decode_;
 };
 
 }  // namespace smartgen::node

@@ -70,16 +70,16 @@ LoopbackTransport::LoopbackTransport(std::size_t pipe_capacity) : pipe_capacity_
 LoopbackTransport::~LoopbackTransport() = default;
 
 Result<std::unique_ptr<Listener>> LoopbackTransport::Listen(std::string_view address) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(registry_->mu);
   std::string name(address);
-  if (name.empty() || name == "*") name = fmt::format("loopback-{}", next_name_++);
-  if (listeners_.count(name)) return Unavailable("loopback address '{}' is in use", name);
+  if (name.empty() || name == "*") name = fmt::format("loopback-{}", registry_->next_name++);
+  if (registry_->listeners.count(name)) return Unavailable("loopback address '{}' is in use", name);
   auto backlog = std::make_shared<Backlog>();
-  listeners_.emplace(name, backlog);
-  // The transport must outlive its listeners (documented by ownership: endpoints hold both).
-  auto unregister = [this, name] {
-    std::lock_guard<std::mutex> l(mu_);
-    listeners_.erase(name);
+  registry_->listeners.emplace(name, backlog);
+  auto unregister = [registry = registry_, name, backlog] {
+    std::lock_guard<std::mutex> l(registry->mu);
+    auto it = registry->listeners.find(name);
+    if (it != registry->listeners.end() && it->second == backlog) registry->listeners.erase(it);
   };
   return std::unique_ptr<Listener>(new LoopbackListener(name, backlog, std::move(unregister)));
 }
@@ -88,9 +88,9 @@ Result<std::unique_ptr<Connection>> LoopbackTransport::Connect(std::string_view 
                                                                Deadline deadline) {
   std::shared_ptr<Backlog> backlog;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = listeners_.find(address);
-    if (it == listeners_.end()) return Unavailable("no loopback listener at '{}'", address);
+    std::lock_guard<std::mutex> lock(registry_->mu);
+    auto it = registry_->listeners.find(address);
+    if (it == registry_->listeners.end()) return Unavailable("no loopback listener at '{}'", address);
     backlog = it->second;
   }
   auto [client, server] = LoopbackConnection::MakePair(pipe_capacity_, std::string(address));

@@ -26,11 +26,16 @@ class LoopbackTransport final : public Transport {
   struct Backlog;  // pending connections of one listener (internal)
 
  private:
+  // The listeners by name; shared with each listener, which unregisters itself on shutdown
+  // even when it outlives the transport.
+  struct Registry {
+    std::mutex mu;
+    std::map<std::string, std::shared_ptr<Backlog>, std::less<>> listeners;  // guarded by mu
+    std::uint64_t next_name = 0;                                             // guarded by mu
+  };
   TransportCaps caps_;
   const std::size_t pipe_capacity_;
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Backlog>, std::less<>> listeners_;  // guarded by mu_
-  std::uint64_t next_name_ = 0;                                             // guarded by mu_
+  const std::shared_ptr<Registry> registry_ = std::make_shared<Registry>();
 };
 
 }  // namespace smartgen::transfer
