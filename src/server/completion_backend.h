@@ -14,6 +14,12 @@
 //     (within one decode step) with finish_reason "cancelled" or a kCancelled status.
 //   - An end-of-generation token (Tokenizer::IsEog) is passed to on_token and then ends the
 //     request with finish_reason "stop". Reaching max_tokens ends it with "length".
+//   - request.cancel (when set) is signalled the moment the server cancels the request (client
+//     gone, stop sequence, deadline, shutdown), even when no token is due: a backend that waits
+//     on anything else (a queue, a prefill, another node) polls it or subscribes to it and then
+//     returns soon, as if on_token had returned false. "cancelled" is a finish_reason only for
+//     such a server-side cancel: the server reports a "cancelled" result it did not ask for as
+//     an error, never as a complete answer.
 //   - It honours request.deadline: past it, it stops and returns kDeadlineExceeded.
 //   - Errors are Status codes the server maps to HTTP: kInvalidArgument / kOutOfRange /
 //     kUnimplemented -> 400, kResourceExhausted -> 429, kUnavailable -> 503,
@@ -25,6 +31,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -32,6 +39,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "model/sampler.h"
+#include "server/cancel_signal.h"
 #include "tokenizer/tokenizer.h"
 
 namespace smartgen::server {
@@ -48,6 +56,9 @@ struct GenerationRequest {
   std::string transfer_mode;         // "" = the backend's default, else one of kTransferModes
   nlohmann::json extension;          // the request's raw `smartgen` object (null if absent)
   core::Deadline deadline = core::Deadline::Never();  // on core::SteadyClock()
+  // Signalled when the server cancels the request (see the contract below); null if nobody
+  // will. Shared: it lives as long as its longest holder.
+  std::shared_ptr<CancelSignal> cancel;
 };
 
 struct GenerationResult {

@@ -21,12 +21,17 @@ bool IsChat(const SessionSetup& s) {
   return s.header.endpoint == Endpoint::kChatCompletions;
 }
 
+GenerationRequest WithCancelSignal(GenerationRequest request) {
+  if (!request.cancel) request.cancel = std::make_shared<CancelSignal>();
+  return request;
+}
+
 }  // namespace
 
 CompletionSession::CompletionSession(CompletionBackend* backend, GenerationRequest request,
                                      SessionSetup setup, ServerMetrics* metrics)
     : backend_(backend),
-      request_(std::move(request)),
+      request_(WithCancelSignal(std::move(request))),
       setup_(std::move(setup)),
       metrics_(metrics),
       tokenizer_(backend->tokenizer()),
@@ -71,6 +76,16 @@ void CompletionSession::Cancel(Status reason) {
   }
   cancelled_.store(true, std::memory_order_release);
   cv_.notify_all();
+  request_.cancel->Cancel();
+}
+
+bool CompletionSession::CheckClient() {
+  if (client_gone_) return true;
+  if (setup_.client_gone && setup_.client_gone()) {
+    client_gone_ = true;
+    Cancel(Cancelled("the client closed the connection"));
+  }
+  return client_gone_;
 }
 
 CompletionSession::Wake CompletionSession::WaitForTokens(std::vector<std::int32_t>* batch,
@@ -97,12 +112,19 @@ Status CompletionSession::AwaitFirstToken() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     const auto ready = [&] { return !queue_.empty() || done_; };
+    const core::Nanos poll = setup_.client_gone ? setup_.client_poll : core::Seconds(3600);
     while (!ready() && !request_.deadline.Expired()) {
-      const core::Nanos step =
-          std::min<core::Nanos>(request_.deadline.Remaining(), core::Seconds(3600));
-      cv_.wait_until(lock, ToTimePoint(core::NowNanos() + step), ready);
+      const core::Nanos step = std::min<core::Nanos>(request_.deadline.Remaining(), poll);
+      if (cv_.wait_until(lock, ToTimePoint(core::NowNanos() + step), ready)) break;
+      lock.unlock();
+      const bool gone = CheckClient();
+      lock.lock();
+      if (gone) {
+        cv_.wait(lock, [&] { return done_; });  // the backend returns soon after a cancel
+        break;
+      }
     }
-    if (!queue_.empty()) return Status::Ok();
+    if (!queue_.empty() && !client_gone_) return Status::Ok();
     if (!done_) {
       lock.unlock();
       Cancel(DeadlineExceeded("the request ran past its deadline before the first token"));
@@ -154,6 +176,10 @@ Status CompletionSession::FinalStatus() {
   if (complete_) return Status::Ok();
   if (!cancel_reason_.ok()) return cancel_reason_;
   if (result_ && !result_->ok()) return result_->status();
+  if (result_ && (*result_)->finish_reason == "cancelled") {
+    // Cancelled by someone other than this server (e.g. a node's cancel): not an answer.
+    return Unavailable("the backend cancelled the request before it was complete");
+  }
   return Status::Ok();
 }
 
@@ -188,10 +214,12 @@ json CompletionSession::SmartgenStats() const {
 
 Result<json> CompletionSession::Collect() {
   std::vector<std::int32_t> batch;
+  const core::Nanos poll = setup_.client_gone ? setup_.client_poll : core::Seconds(3600);
   while (true) {
-    const Wake wake = WaitForTokens(&batch, core::Seconds(3600));
+    const Wake wake = WaitForTokens(&batch, poll);
     if (wake == Wake::kDone) break;
     if (wake == Wake::kDeadline) Cancel(DeadlineExceeded("the request ran past its deadline"));
+    if (wake == Wake::kIdle) CheckClient();
     for (std::int32_t t : batch) Consume(t);
   }
   SG_RETURN_IF_ERROR(FinalStatus());
@@ -209,8 +237,10 @@ int CompletionSession::Stream(const ByteWriter& write, const std::function<void(
     return outcome;
   };
   bool client_gone = false;
+  core::Nanos last_write = core::NowNanos();
   auto send = [&](const std::string& bytes) {
     if (client_gone) return;
+    last_write = core::NowNanos();
     if (!write(bytes)) {
       client_gone = true;
       Cancel(Cancelled("the client closed the connection"));
@@ -224,11 +254,20 @@ int CompletionSession::Stream(const ByteWriter& write, const std::function<void(
         DumpJson(ChoiceChunk(setup_.header, "", "", /*role_chunk=*/true, setup_.include_usage))));
   }
   std::vector<std::int32_t> batch;
+  const core::Nanos poll = setup_.client_gone
+                               ? std::min(setup_.client_poll, setup_.keepalive_interval)
+                               : setup_.keepalive_interval;
   while (true) {
-    const Wake wake = WaitForTokens(&batch, setup_.keepalive_interval);
+    const Wake wake = WaitForTokens(&batch, poll);
     if (wake == Wake::kDone) break;
     if (wake == Wake::kDeadline) Cancel(DeadlineExceeded("the request ran past its deadline"));
-    if (wake == Wake::kIdle) send(SseComment("keep-alive"));
+    // Asked on every wake-up, tokens or not: tokens may produce no bytes to write (held back
+    // for a stop sequence, or part of a character), so a failed write alone can be late.
+    if (!client_gone && CheckClient()) client_gone = true;
+    if (wake == Wake::kIdle && !client_gone &&
+        core::NowNanos() - last_write >= setup_.keepalive_interval) {
+      send(SseComment("keep-alive"));
+    }
     if (client_gone) continue;  // nobody to deliver to: wait for the backend to stop
     for (std::int32_t t : batch) {
       if (!Consume(t)) continue;

@@ -11,9 +11,14 @@
 //   Status first = session.AwaitFirstToken();   // not OK: answer with an HTTP error
 //   stream ? session.Stream(write) : session.Collect();
 //
-// Cancellation: a stop sequence, a failed write (client gone), the deadline, and Cancel()
-// (server shutdown) all make the backend's next on_token return false; the session then waits
-// for Generate to return, as the backend contract promises it will soon.
+// Cancellation: a stop sequence, a failed write or the client_gone probe (client gone), the
+// deadline, and Cancel() (server shutdown) all signal request.cancel at once and make the
+// backend's next on_token return false; the session then waits for Generate to return, as the
+// backend contract promises it will soon. While it waits for tokens (before the first one, in
+// Collect and in Stream) it asks client_gone every client_poll, so a client that leaves is
+// noticed within about that long even when nothing is written to it. A backend that ends with
+// finish_reason "cancelled" that the session did not ask for is a failure (kUnavailable), not a
+// complete answer.
 //
 // Thread-safety: Cancel() may be called from any thread; the other methods from one thread.
 // The destructor cancels and joins the generation thread.
@@ -24,6 +29,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -51,6 +57,9 @@ struct SessionSetup {
   // A stream with nothing to send for this long gets an SSE comment, which also finds out
   // whether the client is still there.
   core::Nanos keepalive_interval = core::Seconds(10);
+  // True once the client has gone (polled from the consuming thread); empty: never asked.
+  std::function<bool()> client_gone;
+  core::Nanos client_poll = core::Millis(250);
 };
 
 // Writes bytes to the client; false when the client is gone.
@@ -88,6 +97,8 @@ class CompletionSession {
 
   bool OnToken(std::int32_t token);  // backend thread
   Wake WaitForTokens(std::vector<std::int32_t>* batch, core::Nanos idle);
+  // Asks setup_.client_gone; cancels the request when the client has gone. True if gone.
+  bool CheckClient();
   // Takes one token into the output; false when it is past the end (stop, EOG, max_tokens).
   bool Consume(std::int32_t token);
   // After generation ended: the request's status (OK when the output is complete).
@@ -104,6 +115,7 @@ class CompletionSession {
   std::thread thread_;
 
   std::atomic<bool> cancelled_{false};
+  bool client_gone_ = false;  // consumer thread
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::int32_t> queue_;                  // guarded by mu_

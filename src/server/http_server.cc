@@ -13,9 +13,11 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
+#include "server/admission_queue.h"
 #include "server/api_error.h"
 #include "server/auth.h"
 #include "server/completion_session.h"
+#include "server/connection_server.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/server_metrics.h"
@@ -42,6 +44,15 @@ std::optional<Endpoint> EndpointForPath(const std::string& path) {
   return std::nullopt;
 }
 
+bool IsDigits(const std::string& s) {
+  return !s.empty() && s.size() <= 19 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool TakesBody(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+}
+
 std::uint64_t SplitMix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -53,17 +64,32 @@ std::uint64_t SplitMix64(std::uint64_t x) {
 
 std::string HttpServerOptions::ToString() const {
   return fmt::format(
-      "host={} port={} api_key={} max_body_bytes={} max_concurrent={} request_timeout_s={} "
-      "threads={} keep_alive_timeout_s={} default_max_tokens={} served_model_name={} "
-      "sse_keepalive_s={}",
-      host, port, api_key.empty() ? "(none)" : "(set)", max_body_bytes, max_concurrent,
-      core::ToSeconds(request_timeout), threads, keep_alive_timeout_s, default_max_tokens,
-      served_model_name.empty() ? "(backend)" : served_model_name, core::ToSeconds(sse_keepalive));
+      "host={} port={} api_key={} max_body_bytes={} max_concurrent={} max_queued={} "
+      "queue_timeout_s={} retry_after_s={} request_timeout_s={} threads={} "
+      "keep_alive_timeout_s={} header_timeout_s={} body_timeout_s={} write_timeout_s={} "
+      "max_connections={} max_header_bytes={} client_poll_s={} tls={} default_max_tokens={} "
+      "served_model_name={} sse_keepalive_s={}",
+      host, port, api_key.empty() ? "(none)" : "(set)", max_body_bytes, max_concurrent, max_queued,
+      core::ToSeconds(queue_timeout), retry_after_s, core::ToSeconds(request_timeout), threads,
+      keep_alive_timeout_s, core::ToSeconds(header_timeout), core::ToSeconds(body_timeout),
+      core::ToSeconds(write_timeout), max_connections, max_header_bytes,
+      core::ToSeconds(client_poll), tls_cert_file.empty() ? "off" : tls_cert_file,
+      default_max_tokens, served_model_name.empty() ? "(backend)" : served_model_name,
+      core::ToSeconds(sse_keepalive));
 }
 
 struct HttpServer::Impl {
   Impl(CompletionBackend* b, HttpServerOptions o)
-      : backend(b), options(std::move(o)), metrics(&registry) {
+      : backend(b),
+        options(std::move(o)),
+        metrics(&registry),
+        admission_queue({options.max_concurrent, options.max_queued, options.queue_timeout,
+                         std::min(options.client_poll, core::Millis(100))}),
+        queue_seconds(registry.GetHistogram("smartgen_server_queue_seconds",
+                                            "Time admitted requests waited for a slot",
+                                            core::LatencyBuckets())),
+        queued(registry.GetGauge("smartgen_server_requests_queued",
+                                 "Requests waiting for a generation slot now")) {
     std::random_device rd;
     seed_base = (std::uint64_t{rd()} << 32) ^ rd();
   }
@@ -72,7 +98,9 @@ struct HttpServer::Impl {
   // Finish(), which counts the outcome (a stream calls it before its final [DONE]; otherwise
   // the destructor does, when the response is finished or dropped).
   struct Admission {
-    Admission(Impl* i, Endpoint e) : impl(i), endpoint(e) {}
+    Admission(Impl* i, Endpoint e, AdmissionQueue::Ticket t) : impl(i), endpoint(e) {
+      ticket.emplace(std::move(t));
+    }
     Admission(const Admission&) = delete;
     Admission& operator=(const Admission&) = delete;
     ~Admission() {
@@ -89,17 +117,23 @@ struct HttpServer::Impl {
         impl->sessions.erase(session.get());
       }
       impl->metrics.in_flight.Decrement();
-      impl->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+      ticket.reset();  // the slot goes to the next in line
     }
 
     Impl* impl;
     Endpoint endpoint;
+    std::optional<AdmissionQueue::Ticket> ticket;
     std::shared_ptr<CompletionSession> session;
     bool finished = false;
   };
 
   void Routes();
-  void HandleCompletion(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  // Reads the body of `req` into `body`, at most max_body_bytes; false after replying 413/400.
+  bool ReadBody(const httplib::Request& req, httplib::Response& res,
+                const httplib::ContentReader& reader, Endpoint endpoint, std::string* body);
+  // Checks that happen before any byte of the body is read; false after replying.
+  bool CheckBeforeBody(const httplib::Request& req, httplib::Response& res);
+  void HandleCompletion(const std::string& body, httplib::Response& res, Endpoint endpoint);
   // Validated request -> prompt ids and limits; an ApiError on failure.
   std::optional<ApiError> Prepare(const CompletionRequest& r, GenerationRequest* g);
   std::string NewId(Endpoint endpoint) {
@@ -107,7 +141,8 @@ struct HttpServer::Impl {
     return fmt::format("{}-{:016x}", endpoint == Endpoint::kChatCompletions ? "chatcmpl" : "cmpl",
                        SplitMix64(seed_base ^ n));
   }
-  std::string Text() const {
+  std::string Text() {
+    queued.Set(admission_queue.queued());
     std::string out;
     registry.AppendText(&out);
     backend->AppendMetrics(&out);
@@ -121,13 +156,15 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   core::MetricsRegistry registry;
   ServerMetrics metrics;
-  httplib::Server http;
+  AdmissionQueue admission_queue;
+  core::Histogram& queue_seconds;
+  core::Gauge& queued;
+  std::unique_ptr<ConnectionServer> http;  // made by Start()
   std::thread listener;
   int bound_port = 0;
   int listen_fd = -1;
   bool started = false;
   std::atomic<bool> stopping{false};
-  std::atomic<int> in_flight{0};
   std::atomic<std::uint64_t> next_id{0};
   std::atomic<std::uint64_t> next_seed{0};
   std::uint64_t seed_base = 0;
@@ -191,7 +228,7 @@ std::optional<ApiError> HttpServer::Impl::Prepare(const CompletionRequest& r,
   return std::nullopt;
 }
 
-void HttpServer::Impl::HandleCompletion(const httplib::Request& req, httplib::Response& res,
+void HttpServer::Impl::HandleCompletion(const std::string& body, httplib::Response& res,
                                         Endpoint endpoint) {
   const core::Nanos arrival = core::NowNanos();
   auto fail = [&](const ApiError& error) {
@@ -201,7 +238,7 @@ void HttpServer::Impl::HandleCompletion(const httplib::Request& req, httplib::Re
   if (stopping.load()) return fail(MakeApiError(503, "the server is shutting down"));
 
   std::string param;
-  Result<CompletionRequest> parsed = ParseCompletionRequest(req.body, endpoint, &param);
+  Result<CompletionRequest> parsed = ParseCompletionRequest(body, endpoint, &param);
   if (!parsed.ok()) return fail(ApiErrorFromStatus(parsed.status(), param));
   const CompletionRequest& r = *parsed;
   if (!r.model.empty() && r.model != ModelName()) {
@@ -214,20 +251,38 @@ void HttpServer::Impl::HandleCompletion(const httplib::Request& req, httplib::Re
   GenerationRequest g;
   if (std::optional<ApiError> error = Prepare(r, &g)) return fail(*error);
 
-  // Admission: a slot of max_concurrent, held until the response is finished.
-  if (in_flight.fetch_add(1, std::memory_order_acq_rel) >= options.max_concurrent) {
-    in_flight.fetch_sub(1, std::memory_order_acq_rel);
-    return fail(MakeApiError(429,
-                             fmt::format("the server is busy ({} requests in flight); retry "
-                                         "later",
-                                         options.max_concurrent),
-                             "rate_limit_exceeded"));
+  // Admission: a slot of max_concurrent, or a place in line for one; the slot is held until
+  // the response is finished.
+  g.deadline = core::Deadline::After(options.request_timeout);
+  AdmissionQueue::Ticket ticket =
+      admission_queue.Acquire(g.deadline, [] { return ConnectionServer::CurrentClientGone(); });
+  if (!ticket.admitted()) {
+    switch (ticket.outcome()) {
+      case AdmissionQueue::Outcome::kAbandoned:
+        metrics.CountRequest(endpoint, 499);
+        ConnectionServer::CloseCurrentAfterResponse();
+        return ReplyError(res, MakeApiError(499, "the client closed the connection"));
+      case AdmissionQueue::Outcome::kClosed:
+        return fail(MakeApiError(503, "the server is shutting down"));
+      default:
+        res.set_header("Retry-After", std::to_string(options.retry_after_s));
+        return fail(MakeApiError(
+            429,
+            ticket.outcome() == AdmissionQueue::Outcome::kQueueFull
+                ? fmt::format("the server is busy ({} requests running, {} waiting); retry "
+                              "later",
+                              options.max_concurrent, options.max_queued)
+                : fmt::format("the server is busy: no generation slot came free in {} s; "
+                              "retry later",
+                              core::ToSeconds(ticket.waited())),
+            "rate_limit_exceeded"));
+    }
   }
+  queue_seconds.Observe(core::ToSeconds(ticket.waited()));
   metrics.in_flight.Increment();
-  auto admission = std::make_shared<Admission>(this, endpoint);
+  auto admission = std::make_shared<Admission>(this, endpoint, std::move(ticket));
 
   g.request_id = NewId(endpoint);
-  g.deadline = core::Deadline::After(options.request_timeout);
   metrics.prompt_tokens.Increment(static_cast<double>(g.prompt.size()));
   SessionSetup setup;
   setup.header = {endpoint, g.request_id, static_cast<std::int64_t>(std::time(nullptr)),
@@ -238,6 +293,8 @@ void HttpServer::Impl::HandleCompletion(const httplib::Request& req, httplib::Re
   setup.return_token_ids = r.return_token_ids;
   setup.arrival = arrival;
   setup.keepalive_interval = options.sse_keepalive;
+  setup.client_gone = [] { return ConnectionServer::CurrentClientGone(); };
+  setup.client_poll = options.client_poll;
   admission->session =
       std::make_shared<CompletionSession>(backend, std::move(g), std::move(setup), &metrics);
   CompletionSession* session = admission->session.get();
@@ -279,9 +336,85 @@ void HttpServer::Impl::HandleCompletion(const httplib::Request& req, httplib::Re
       });
 }
 
+bool HttpServer::Impl::CheckBeforeBody(const httplib::Request& req, httplib::Response& res) {
+  const bool has_length = req.has_header("Content-Length");
+  const bool has_encoding = req.has_header("Transfer-Encoding");
+  const bool completion_route = req.method == "POST" && EndpointForPath(req.path).has_value();
+  auto refuse = [&](int status, std::string message, std::string code = "") {
+    if (auto endpoint = EndpointForPath(req.path)) metrics.CountRequest(*endpoint, status);
+    ReplyError(res, MakeApiError(status, std::move(message), std::move(code)));
+    ConnectionServer::CloseCurrentAfterResponse();  // the body, if any, stays unread
+    return false;
+  };
+  if (has_length && !IsDigits(req.get_header_value("Content-Length"))) {
+    return refuse(400, "the Content-Length header is not a number");
+  }
+  if (has_length && req.get_header_value_count("Content-Length") > 1) {
+    return refuse(400, "the request has more than one Content-Length header");
+  }
+  if (has_encoding) {
+    std::string te = req.get_header_value("Transfer-Encoding");
+    std::transform(te.begin(), te.end(), te.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (te != "chunked" || req.get_header_value_count("Transfer-Encoding") > 1) {
+      return refuse(501, fmt::format("Transfer-Encoding '{}' is not supported", te));
+    }
+  }
+  const std::uint64_t length = has_length ? std::stoull(req.get_header_value("Content-Length")) : 0;
+  if (!TakesBody(req.method)) {
+    if (length > 0 || has_encoding) return refuse(400, fmt::format("{} takes no body", req.method));
+    return true;
+  }
+  if (!completion_route) {
+    // No other route reads a body: answer without reading it.
+    if (length == 0 && !has_encoding) return true;  // the router answers (404 or 405)
+    return refuse(404, fmt::format("unknown route: {} {}", req.method, req.path), "unknown_route");
+  }
+  if (!has_length && !has_encoding) {
+    return refuse(411, "a request body needs a Content-Length or chunked Transfer-Encoding");
+  }
+  if (length > options.max_body_bytes) {
+    return refuse(413,
+                  fmt::format("the request body is larger than the limit of {} bytes",
+                              options.max_body_bytes),
+                  "request_too_large");
+  }
+  return true;
+}
+
+bool HttpServer::Impl::ReadBody(const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader, Endpoint endpoint,
+                                std::string* body) {
+  bool too_large = false;
+  // The limit holds for what the body decodes to (chunked, gzip): reading stops past it.
+  const bool ok = reader([&](const char* data, std::size_t n) {
+    if (body->size() + n > options.max_body_bytes) {
+      too_large = true;
+      return false;
+    }
+    body->append(data, n);
+    return true;
+  });
+  if (ok && !too_large) return true;
+  ConnectionServer::CloseCurrentAfterResponse();  // the rest of the body stays unread
+  const int status = too_large ? 413 : 400;
+  metrics.CountRequest(endpoint, status);
+  ReplyError(res, too_large ? MakeApiError(413,
+                                           fmt::format("the request body is larger than the "
+                                                       "limit of {} bytes",
+                                                       options.max_body_bytes),
+                                           "request_too_large")
+                            : MakeApiError(400,
+                                           "the request body could not be read (malformed "
+                                           "chunked encoding, too slow, or cut off)"));
+  return false;
+}
+
 void HttpServer::Impl::Routes() {
-  // Authentication before the body is read, for every /v1/ route.
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  // Before the body is read: how it is framed and how large it says it is, then the API key
+  // (every /v1/ route).
+  http->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!CheckBeforeBody(req, res)) return httplib::Server::HandlerResponse::Handled;
     if (options.api_key.empty() || req.path.rfind("/v1/", 0) != 0) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
@@ -290,18 +423,38 @@ void HttpServer::Impl::Routes() {
     if (auto endpoint = EndpointForPath(req.path)) metrics.CountRequest(*endpoint, 401);
     ReplyError(res, ApiErrorFromStatus(auth));
     res.set_header("WWW-Authenticate", "Bearer");
+    if (TakesBody(req.method)) ConnectionServer::CloseCurrentAfterResponse();
     return httplib::Server::HandlerResponse::Handled;
   });
-  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    HandleCompletion(req, res, Endpoint::kCompletions);
-  });
-  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    HandleCompletion(req, res, Endpoint::kChatCompletions);
-  });
-  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+  // 100-continue only for a body that may be read.
+  http->set_expect_100_continue_handler(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        const std::string length = req.get_header_value("Content-Length");
+        if (IsDigits(length) && std::stoull(length) > options.max_body_bytes) {
+          ReplyError(res, MakeApiError(413,
+                                       fmt::format("the request body is larger than the limit "
+                                                   "of {} bytes",
+                                                   options.max_body_bytes),
+                                       "request_too_large"));
+          ConnectionServer::CloseCurrentAfterResponse();
+          return 413;
+        }
+        return 100;
+      });
+  for (const auto& [path, endpoint] :
+       {std::pair{"/v1/completions", Endpoint::kCompletions},
+        std::pair{"/v1/chat/completions", Endpoint::kChatCompletions}}) {
+    const Endpoint e = endpoint;
+    http->Post(path, [this, e](const httplib::Request& req, httplib::Response& res,
+                               const httplib::ContentReader& reader) {
+      std::string body;
+      if (ReadBody(req, res, reader, e, &body)) HandleCompletion(body, res, e);
+    });
+  }
+  http->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, ModelList(ModelName(), created, backend->context_length()));
   });
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+  http->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     const Status health =
         stopping.load() ? Unavailable("the server is shutting down") : backend->Health();
     if (health.ok()) return Reply(res, 200, json{{"status", "ok"}});
@@ -309,15 +462,17 @@ void HttpServer::Impl::Routes() {
     error.http_status = 503;
     ReplyError(res, error);
   });
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  http->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
     res.set_content(Text(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  // Errors httplib produces itself (no route, body too large, bad request line) get an
-  // OpenAI error body too; responses our handlers built already keep theirs.
-  http.set_error_handler(httplib::Server::HandlerWithResponse(
+  // Errors httplib produces itself (no route, bad request line, bad header) get an OpenAI
+  // error body too, and the connection is closed (what follows may be unread bytes); responses
+  // our handlers built already keep theirs.
+  http->set_error_handler(httplib::Server::HandlerWithResponse(
       [this](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        ConnectionServer::CloseCurrentAfterResponse();
         std::string message =
             fmt::format("{} {} failed with HTTP {}", req.method, req.path, res.status);
         std::string code;
@@ -335,7 +490,7 @@ void HttpServer::Impl::Routes() {
         ReplyError(res, MakeApiError(res.status, std::move(message), std::move(code)));
         return httplib::Server::HandlerResponse::Handled;
       }));
-  http.set_exception_handler(
+  http->set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "unknown exception";
         try {
@@ -362,17 +517,42 @@ Status HttpServer::Start() {
   const HttpServerOptions& o = s.options;
   if (o.port < 0 || o.port > 65535) return InvalidArgument("port {} is out of range", o.port);
   if (o.max_concurrent < 1) return InvalidArgument("max_concurrent must be at least 1");
+  if (o.max_queued < 0) return InvalidArgument("max_queued must not be negative");
   if (o.max_body_bytes < 1) return InvalidArgument("max_body_bytes must be at least 1");
   if (o.request_timeout <= 0) return InvalidArgument("request_timeout must be positive");
   if (o.threads < 0 || o.keep_alive_timeout_s < 1 || o.default_max_tokens < 1) {
     return InvalidArgument("threads, keep_alive_timeout_s or default_max_tokens out of range");
   }
-  const int threads = o.threads > 0 ? o.threads : o.max_concurrent + 8;
-  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.http.set_payload_max_length(o.max_body_bytes);
-  s.http.set_keep_alive_timeout(o.keep_alive_timeout_s);
-  s.http.set_tcp_nodelay(true);  // one small write per token: no Nagle delay
-  s.http.set_socket_options([&s](socket_t sock) {
+  if (o.header_timeout <= 0 || o.body_timeout <= 0 || o.write_timeout <= 0 || o.queue_timeout < 0 ||
+      o.client_poll <= 0) {
+    return InvalidArgument(
+        "header_timeout, body_timeout, write_timeout and client_poll must be positive, "
+        "queue_timeout not negative");
+  }
+  if (o.max_connections < 1 || o.max_header_bytes < 1024 || o.retry_after_s < 0) {
+    return InvalidArgument(
+        "max_connections must be at least 1, max_header_bytes at least 1024, retry_after_s "
+        "not negative");
+  }
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return InvalidArgument("TLS needs both tls_cert_file and tls_key_file");
+  }
+  std::shared_ptr<TlsContext> tls;
+  if (!o.tls_cert_file.empty()) {
+    SG_ASSIGN_OR_RETURN(tls, TlsContext::Load(o.tls_cert_file, o.tls_key_file));
+  }
+  ConnectionLimits limits;
+  limits.header_timeout = o.header_timeout;
+  limits.body_timeout = o.body_timeout;
+  limits.write_timeout = o.write_timeout;
+  limits.keep_alive_timeout = core::Seconds(o.keep_alive_timeout_s);
+  limits.max_connections = o.max_connections;
+  limits.max_header_bytes = o.max_header_bytes;
+  limits.workers = o.threads > 0 ? o.threads : o.max_concurrent + o.max_queued + 8;
+  s.http = std::make_unique<ConnectionServer>(limits, std::move(tls), &s.registry);
+  s.http->set_payload_max_length(o.max_body_bytes);  // a backstop: bodies are checked first
+  s.http->set_tcp_nodelay(true);                     // one small write per token: no Nagle delay
+  s.http->set_socket_options([&s](socket_t sock) {
     const int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     s.listen_fd = sock;
@@ -380,9 +560,9 @@ Status HttpServer::Start() {
   s.Routes();
 
   if (o.port == 0) {
-    s.bound_port = s.http.bind_to_any_port(o.host);
+    s.bound_port = s.http->bind_to_any_port(o.host);
   } else {
-    s.bound_port = s.http.bind_to_port(o.host, o.port) ? o.port : -1;
+    s.bound_port = s.http->bind_to_port(o.host, o.port) ? o.port : -1;
   }
   if (s.bound_port <= 0) {
     s.bound_port = 0;
@@ -391,26 +571,28 @@ Status HttpServer::Start() {
   // httplib listens with a backlog of 5; a burst of clients needs more.
   if (s.listen_fd >= 0) ::listen(s.listen_fd, SOMAXCONN);
   s.started = true;
-  s.listener = std::thread([&s] { s.http.listen_after_bind(); });
+  s.listener = std::thread([&s] { s.http->listen_after_bind(); });
   const core::Deadline ready = core::Deadline::After(core::Seconds(10));
-  while (!s.http.is_running() && !ready.Expired()) {
+  while (!s.http->is_running() && !ready.Expired()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  SG_LOG_INFO("server", "listening on http://{}:{} ({})", o.host, s.bound_port, o.ToString());
+  SG_LOG_INFO("server", "listening on {}://{}:{} ({})", o.tls_cert_file.empty() ? "http" : "https",
+              o.host, s.bound_port, o.ToString());
   return Status::Ok();
 }
 
 void HttpServer::Stop() {
   Impl& s = *impl_;
   if (!s.started || s.stopping.exchange(true)) return;
+  s.admission_queue.Close();
   {
     std::lock_guard<std::mutex> lock(s.sessions_mu);
     for (CompletionSession* session : s.sessions) {
       session->Cancel(Unavailable("the server is shutting down"));
     }
   }
-  s.http.stop();
-  if (s.listener.joinable()) s.listener.join();  // joins the worker pool too
+  s.http->stop();
+  if (s.listener.joinable()) s.listener.join();  // joins the connection threads too
   SG_LOG_INFO("server", "stopped listening on port {}", s.bound_port);
 }
 

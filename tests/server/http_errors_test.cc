@@ -198,9 +198,10 @@ TEST(HttpErrors, UnknownModelIs404AndUnknownRouteIs404) {
   EXPECT_EQ(Get(named.port(), "/v1/models").body_json["data"][0]["id"], "my-model");
 }
 
-TEST(HttpErrors, ConcurrencyLimitIs429) {
+TEST(HttpErrors, ConcurrencyLimitWithoutALineIs429) {
   HttpServerOptions options;
   options.max_concurrent = 2;
+  options.max_queued = 0;  // no waiting in line (admission_http_test.cc has the line)
   ScriptedServer s(options);
   s.backend().CloseGate();
   const json body = {{"prompt", "x"}, {"max_tokens", 3}, {"stream", true}};

@@ -109,6 +109,16 @@ Result<GenerationResult> ScriptedBackend::Generate(const GenerationRequest& requ
   } leave{in_flight_};
 
   Script script;
+  // Counted once per request, and wakes the gate (lock order: signal, then mu_).
+  CancelSignal::Subscription on_cancel;
+  if (request.cancel) {
+    on_cancel = request.cancel->OnCancel([this] {
+      cancel_signals_.fetch_add(1);
+      std::lock_guard<std::mutex> lock(mu_);
+      gate_cv_.notify_all();
+    });
+  }
+  auto cancelled = [&] { return request.cancel && request.cancel->cancelled(); };
   {
     std::unique_lock<std::mutex> lock(mu_);
     last_request_ = request;
@@ -117,9 +127,10 @@ Result<GenerationResult> ScriptedBackend::Generate(const GenerationRequest& requ
     const auto limit =
         std::chrono::steady_clock::now() +
         std::chrono::nanoseconds(std::min(request.deadline.Remaining(), core::Seconds(20)));
-    if (!gate_cv_.wait_until(lock, limit, [&] { return gate_open_; })) {
+    if (!gate_cv_.wait_until(lock, limit, [&] { return gate_open_ || cancelled(); })) {
       return DeadlineExceeded("gate stayed closed past the deadline");
     }
+    if (!gate_open_) return Cancelled("cancelled while waiting at the gate");
   }
   if (!script.fail_before_first.ok()) return script.fail_before_first;
 
@@ -133,6 +144,10 @@ Result<GenerationResult> ScriptedBackend::Generate(const GenerationRequest& requ
       return result;
     }
     if (i == script.fail_after_tokens) return script.fail_status;
+    if (i == script.cancelled_after_tokens) {
+      result.finish_reason = "cancelled";
+      return result;
+    }
     const core::Nanos delay = i == 0 ? script.first_token_delay : script.token_delay;
     if (delay > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(delay));
     if (request.deadline.Expired()) return DeadlineExceeded("scripted request timed out");

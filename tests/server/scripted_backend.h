@@ -29,6 +29,9 @@ struct Script {
   Status fail_before_first;    // not OK: Generate returns it before any token
   int fail_after_tokens = -1;  // >= 0: after that many tokens, return fail_status
   Status fail_status = Unavailable("scripted failure");
+  // >= 0: after that many tokens, end with finish_reason "cancelled" although nobody asked
+  // (as a node cancelled by someone else would).
+  int cancelled_after_tokens = -1;
   nlohmann::json stats = nlohmann::json::object();
 };
 
@@ -47,7 +50,8 @@ class ScriptedBackend final : public CompletionBackend {
   explicit ScriptedBackend(std::int64_t context_length = 4096);
 
   void SetScript(Script script);
-  // While closed, Generate waits (before its first token) until opened or the deadline.
+  // While closed, Generate waits (before its first token) until opened, the request's cancel
+  // signal, or the deadline.
   void CloseGate();
   void OpenGate();
   void SetHealth(Status health);
@@ -63,6 +67,8 @@ class ScriptedBackend final : public CompletionBackend {
   // Observations.
   int calls() const { return calls_.load(); }
   int cancellations() const { return cancellations_.load(); }  // on_token returned false
+  // Requests whose cancel signal (GenerationRequest::cancel) fired while they ran.
+  int cancel_signals() const { return cancel_signals_.load(); }
   int in_flight() const { return in_flight_.load(); }
   int max_in_flight() const { return max_in_flight_.load(); }
   GenerationRequest last_request() const;
@@ -77,6 +83,7 @@ class ScriptedBackend final : public CompletionBackend {
   Status health_;
   GenerationRequest last_request_;
   std::atomic<int> calls_{0}, cancellations_{0}, in_flight_{0}, max_in_flight_{0};
+  std::atomic<int> cancel_signals_{0};
 };
 
 }  // namespace smartgen::server::testing
