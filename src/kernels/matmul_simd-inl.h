@@ -163,6 +163,10 @@ void RowDots(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const
     DotRowsQ6_K<R>(w, row_bytes, cols, x, y);
   } else if constexpr (std::is_same_v<Kind, KindQ5_K>) {
     DotRowsQ5_K<R>(w, row_bytes, cols, x, y);
+  } else if constexpr (std::is_same_v<Kind, KindQ3_K>) {
+    DotRowsQ3_K<R>(w, row_bytes, cols, x, y);
+  } else if constexpr (std::is_same_v<Kind, KindQ2_K>) {
+    DotRowsQ2_K<R>(w, row_bytes, cols, x, y);
   } else if constexpr (std::is_same_v<Kind, KindQ4_1> || std::is_same_v<Kind, KindQ5_0> ||
                        std::is_same_v<Kind, KindQ5_1>) {
     DotRowsLegacy<Kind, R>(w, row_bytes, cols, x, y);

@@ -4,7 +4,7 @@
 //
 // Fused kernels (dequantize in registers) for the types common recipes put in most tensors:
 // Q4_1, Q5_0, Q5_1 (KindLegacy; llama.cpp's Q4_K_M / Q5_K_M fall back to Q5_0 / Q5_1 on rows
-// that are not 256 wide) and Q5_K. The others (Q2_K, Q3_K, IQ4_NL, IQ4_XS) are KindRows: a
+// that are not 256 wide), Q5_K, Q3_K and Q2_K. The others (IQ4_NL, IQ4_XS) are KindRows: a
 // row (GEMV) or a K block of a panel (GEMM) is dequantized by the scalar DequantizeRow into
 // thread scratch and used as f32 - exact, slower per byte, no extra code per type.
 #ifndef SMARTGEN_SIMD_NS
@@ -160,6 +160,152 @@ void DotRowsQ5_K(const std::byte* w, std::size_t row_bytes, std::int64_t cols, c
   for (int i = 0; i < R; ++i) y[i] = S::ReduceAdd(acc[i]) - mins[i];
 }
 
+// Q2_K and Q3_K share a layout of 2-bit values: element 128 h + 32 j + l (l < 32) is bits 2j
+// of qs[32 h + l], in sub-block 8 h + 2 j + l / 16 of 16 elements. Q3_K's third bit is bit
+// 4 h + j of hmask[l] (value = q + 4 hbit - 4). L <= 16, so a vector never straddles a
+// sub-block.
+constexpr int kQ2KBytes = 84;   // scales[16], qs[64], d, dmin
+constexpr int kQ3KBytes = 110;  // hmask[32], qs[64], scales[12], d
+
+// The 16 6-bit scales of a Q3_K block, minus 32 (quant_k_more.cc's Q3KScale, unpacked here).
+void Q3KScales(const std::uint8_t* s, int* out) {
+  for (int j = 0; j < 16; ++j) {
+    const int low = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
+    const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+    out[j] = (low | (high << 4)) - 32;
+  }
+}
+
+// Q3_K values q + 4 hbit - 4 of elements 128 h + 32 j + l .. + L.
+S::VI Q3Values(const std::uint8_t* blk, int h, int j, int l) {
+  const S::VI q = S::AndI(S::ShrIVar(S::WidenU8(blk + 32 + 32 * h + l), 2 * j), 3);
+  const S::VI hb = S::AndI(S::ShrIVar(S::WidenU8(blk + l), 4 * h + j), 1);
+  return S::SubI(S::OrI(q, S::ShlI<2>(hb)), 4);
+}
+
+struct KindQ3_K {
+  static constexpr int kBytes = 1;
+  // (d * scale) * value is exact (11 + 6 + 3 significant bits), as ggml computes it.
+  static V Load(const std::byte* row, std::int64_t k) {
+    const auto* blk = reinterpret_cast<const std::uint8_t*>(row + (k / kQK) * kQ3KBytes);
+    const int e = static_cast<int>(k % kQK), h = e / 128, j = (e % 128) / 32, l = e % 32;
+    int sc[16];
+    Q3KScales(blk + 96, sc);
+    const float dl = LoadHalf(reinterpret_cast<const std::byte*>(blk + 108)) *
+                     static_cast<float>(sc[8 * h + 2 * j + l / 16]);
+    return S::Mul(S::Set1(dl), S::ToFloat(Q3Values(blk, h, j, l)));
+  }
+  static float Scalar(const std::byte* row, std::int64_t k) {
+    const auto* blk = reinterpret_cast<const std::uint8_t*>(row + (k / kQK) * kQ3KBytes);
+    const int e = static_cast<int>(k % kQK), h = e / 128, j = (e % 128) / 32, l = e % 32;
+    int sc[16];
+    Q3KScales(blk + 96, sc);
+    const int v = ((blk[32 + 32 * h + l] >> (2 * j)) & 3) + 4 * ((blk[l] >> (4 * h + j)) & 1) - 4;
+    return LoadHalf(reinterpret_cast<const std::byte*>(blk + 108)) *
+           static_cast<float>(sc[8 * h + 2 * j + l / 16]) * static_cast<float>(v);
+  }
+};
+
+// Q3_K: y = sum over sub-blocks of (d * scale_s) * sum value * x.
+template <int R>
+void DotRowsQ3_K(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+                 float* y) {
+  V acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = S::Zero();
+  for (std::int64_t b = 0; b < cols / kQK; ++b) {
+    const float* xb = x + b * kQK;
+    for (int i = 0; i < R; ++i) {
+      const auto* blk = reinterpret_cast<const std::uint8_t*>(w + i * row_bytes + b * kQ3KBytes);
+      PrefetchAhead(reinterpret_cast<const std::byte*>(blk), 0, row_bytes);
+      PrefetchAhead(reinterpret_cast<const std::byte*>(blk), 64, row_bytes);
+      int sc[16];
+      Q3KScales(blk + 96, sc);
+      const float d = LoadHalf(reinterpret_cast<const std::byte*>(blk + 108));
+      V a = acc[i];
+      for (int h = 0; h < 2; ++h) {
+        for (int j = 0; j < 4; ++j) {
+          const float* xs = xb + 128 * h + 32 * j;
+          for (int l = 0; l < 32; l += L) {
+            const V p = S::Mul(S::ToFloat(Q3Values(blk, h, j, l)), S::Load(xs + l));
+            a = S::Fma(p, S::Set1(d * static_cast<float>(sc[8 * h + 2 * j + l / 16])), a);
+          }
+        }
+      }
+      acc[i] = a;
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i] = S::ReduceAdd(acc[i]);
+}
+
+// Q2_K values q of elements 128 h + 32 j + l .. + L.
+S::VI Q2Values(const std::uint8_t* blk, int h, int j, int l) {
+  return S::AndI(S::ShrIVar(S::WidenU8(blk + 16 + 32 * h + l), 2 * j), 3);
+}
+
+struct KindQ2_K {
+  static constexpr int kBytes = 1;
+  // dl * q is exact; dl * q - ml rounds once, as ggml's.
+  static V Load(const std::byte* row, std::int64_t k) {
+    const auto* blk = reinterpret_cast<const std::uint8_t*>(row + (k / kQK) * kQ2KBytes);
+    const int e = static_cast<int>(k % kQK), h = e / 128, j = (e % 128) / 32, l = e % 32;
+    const int sc = blk[8 * h + 2 * j + l / 16];
+    const float dl = LoadHalf(reinterpret_cast<const std::byte*>(blk + 80)) * static_cast<float>(sc & 0xF);
+    const float ml = LoadHalf(reinterpret_cast<const std::byte*>(blk + 82)) * static_cast<float>(sc >> 4);
+    return S::Sub(S::Mul(S::Set1(dl), S::ToFloat(Q2Values(blk, h, j, l))), S::Set1(ml));
+  }
+  static float Scalar(const std::byte* row, std::int64_t k) {
+    const auto* blk = reinterpret_cast<const std::uint8_t*>(row + (k / kQK) * kQ2KBytes);
+    const int e = static_cast<int>(k % kQK), h = e / 128, j = (e % 128) / 32, l = e % 32;
+    const int sc = blk[8 * h + 2 * j + l / 16];
+    const int q = (blk[16 + 32 * h + l] >> (2 * j)) & 3;
+    return LoadHalf(reinterpret_cast<const std::byte*>(blk + 80)) * static_cast<float>(sc & 0xF) *
+               static_cast<float>(q) -
+           LoadHalf(reinterpret_cast<const std::byte*>(blk + 82)) * static_cast<float>(sc >> 4);
+  }
+};
+
+// Q2_K: y = sum_s (d sc_s) * sum q x - (dmin m_s) * sum x; the sub-block sums of x (16 per
+// block) are shared by the rows.
+template <int R>
+void DotRowsQ2_K(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+                 float* y) {
+  V acc[R];
+  float mins[R];
+  for (int i = 0; i < R; ++i) acc[i] = S::Zero(), mins[i] = 0.0f;
+  for (std::int64_t b = 0; b < cols / kQK; ++b) {
+    const float* xb = x + b * kQK;
+    float xsum[16];  // sub-block s: elements 128 (s / 8) + 32 ((s % 8) / 2) + 16 (s % 2) ..
+    for (int s = 0; s < 16; ++s) {
+      const float* xs = xb + 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
+      V v = S::Load(xs);
+      for (int t = L; t < 16; t += L) v = S::Add(v, S::Load(xs + t));
+      xsum[s] = S::ReduceAdd(v);
+    }
+    for (int i = 0; i < R; ++i) {
+      const auto* blk = reinterpret_cast<const std::uint8_t*>(w + i * row_bytes + b * kQ2KBytes);
+      PrefetchAhead(reinterpret_cast<const std::byte*>(blk), 0, row_bytes);
+      PrefetchAhead(reinterpret_cast<const std::byte*>(blk), 64, row_bytes);
+      const float d = LoadHalf(reinterpret_cast<const std::byte*>(blk + 80));
+      const float dmin = LoadHalf(reinterpret_cast<const std::byte*>(blk + 82));
+      float m = 0.0f;
+      for (int s = 0; s < 16; ++s) m += dmin * static_cast<float>(blk[s] >> 4) * xsum[s];
+      mins[i] += m;
+      V a = acc[i];
+      for (int h = 0; h < 2; ++h) {
+        for (int j = 0; j < 4; ++j) {
+          const float* xs = xb + 128 * h + 32 * j;
+          for (int l = 0; l < 32; l += L) {
+            const V p = S::Mul(S::ToFloat(Q2Values(blk, h, j, l)), S::Load(xs + l));
+            a = S::Fma(p, S::Set1(d * static_cast<float>(blk[8 * h + 2 * j + l / 16] & 0xF)), a);
+          }
+        }
+      }
+      acc[i] = a;
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i] = S::ReduceAdd(acc[i]) - mins[i];
+}
+
 // A type used through the scalar dequantizer (blocks of kBlock elements, kBlockBytes bytes).
 template <std::uint32_t kTypeId, int kBlock, int kBlockBytesV>
 struct KindRows {
@@ -169,8 +315,6 @@ struct KindRows {
   static constexpr int kBlockBytes = kBlockBytesV;
   static gguf::GgmlType Type() { return static_cast<gguf::GgmlType>(kTypeId); }
 };
-using KindQ2_K = KindRows<10, 256, 84>;
-using KindQ3_K = KindRows<11, 256, 110>;
 using KindIQ4_NL = KindRows<20, 32, 18>;
 using KindIQ4_XS = KindRows<23, 256, 136>;
 

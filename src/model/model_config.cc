@@ -203,6 +203,11 @@ Result<ModelConfig> ReadModelConfig(const gguf::GgufFile& file) {
     }
   }
   SG_ASSIGN_OR_RETURN(c.rope_freq_factors, RopeFreqFactors(file, static_cast<int>(n_rot)));
+  if (file.FindTensor("rope_factors_long.weight") != nullptr ||
+      file.FindTensor("rope_factors_short.weight") != nullptr) {
+    return Unimplemented("LongRoPE (rope_factors_long / rope_factors_short, Phi-3 128k) is not "
+                         "supported");
+  }
   c.rms_eps = static_cast<float>(eps);
   c.rope.head_dim = c.head_dim;
   c.rope.n_rot = static_cast<int>(n_rot);

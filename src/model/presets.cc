@@ -16,6 +16,14 @@ constexpr ModelPreset kPresets[] = {
     {"tiny-qwen2", "qwen2", 2, 64, 4, 2, 16, 128, 384, 4096, 1000000.0f, 1e-6f, true},
     {"tiny-qwen3", "qwen3", 2, 64, 4, 2, 32, 128, 384, 4096, 1000000.0f, 1e-6f, true},
     {"small", "llama", 4, 256, 4, 2, 64, 512, 512, 8192, 10000.0f, 1e-5f, true},
+    // Gemma 3 1B (local window 512, 5 local layers per global one) and small shapes of the
+    // other architectures for tests.
+    {"gemma3-1b", "gemma3", 26, 1152, 4, 1, 256, 6912, 262144, 32768, 1000000.0f, 1e-6f, true,
+     512, 10000.0f},
+    {"tiny-gemma3", "gemma3", 6, 64, 4, 2, 32, 192, 384, 4096, 1000000.0f, 1e-6f, true, 32,
+     10000.0f},
+    {"tiny-gemma2", "gemma2", 4, 64, 4, 2, 32, 128, 384, 4096, 10000.0f, 1e-6f, true, 32},
+    {"tiny-phi3", "phi3", 2, 64, 4, 2, 16, 128, 384, 4096, 10000.0f, 1e-5f, false},
 };
 
 }  // namespace

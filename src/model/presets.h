@@ -23,6 +23,10 @@ struct ModelPreset {
   float rope_base;
   float rms_eps;
   bool tied_output;
+  // gemma2 / gemma3: the window of the sliding-window layers (which layers: the arch's default
+  // pattern, every other layer for gemma2, 5 of 6 for gemma3); gemma3: their RoPE base.
+  int sliding_window = 0;
+  float rope_base_swa = 0.0f;
 };
 
 // All presets, e.g. "smollm2-135m", "qwen2.5-0.5b", "tiny".

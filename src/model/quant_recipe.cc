@@ -58,6 +58,10 @@ GgmlType RecipeTensorType(QuantRecipe recipe, GgmlType plain, std::string_view n
     } else if (UseMoreBits(layer, n_layers)) {
       t = GgmlType::kQ6_K;
     }
+  } else if (role == "attn_qkv") {
+    t = recipe == QuantRecipe::kQ3_K_M   ? GgmlType::kQ4_K
+        : recipe == QuantRecipe::kQ4_K_M ? GgmlType::kQ5_K
+                                         : GgmlType::kQ6_K;
   } else if (role == "attn_output" && recipe == QuantRecipe::kQ3_K_M) {
     t = GgmlType::kQ4_K;
   }

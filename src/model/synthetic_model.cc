@@ -76,6 +76,13 @@ Status WriteSyntheticModel(const SyntheticModelSpec& o) {
   w.AddUint32(k + "rope.dimension_count", p->head_dim);
   w.AddFloat32(k + "rope.freq_base", p->rope_base);
   w.AddFloat32(k + "attention.layer_norm_rms_epsilon", p->rms_eps);
+  const bool gemma = arch == "gemma2" || arch == "gemma3", phi3 = arch == "phi3";
+  if (gemma) w.AddUint32(k + "attention.sliding_window", static_cast<std::uint32_t>(p->sliding_window));
+  if (arch == "gemma3") w.AddFloat32(k + "rope.freq_base_swa", p->rope_base_swa);
+  if (arch == "gemma2") {
+    w.AddFloat32(k + "attn_logit_softcapping", 50.0f);
+    w.AddFloat32(k + "final_logit_softcapping", 30.0f);
+  }
   SG_RETURN_IF_ERROR(tokenizer::WriteSyntheticByteVocab(w, p->n_vocab));
 
   NormalStream rng(o.seed);
@@ -115,23 +122,33 @@ Status WriteSyntheticModel(const SyntheticModelSpec& o) {
   for (int l = 0; l < p->n_layers; ++l) {
     const std::string b = fmt::format("blk.{}.", l);
     SG_RETURN_IF_ERROR(vector(b + "attn_norm.weight", p->n_embd, 1.0f, 0.05f));
-    SG_RETURN_IF_ERROR(matrix(b + "attn_q.weight", q_dim, p->n_embd, type));
-    SG_RETURN_IF_ERROR(matrix(b + "attn_k.weight", kv_dim, p->n_embd, type));
-    SG_RETURN_IF_ERROR(matrix(b + "attn_v.weight", kv_dim, p->n_embd, type));
+    if (phi3) {
+      SG_RETURN_IF_ERROR(matrix(b + "attn_qkv.weight", q_dim + 2 * kv_dim, p->n_embd, type));
+    } else {
+      SG_RETURN_IF_ERROR(matrix(b + "attn_q.weight", q_dim, p->n_embd, type));
+      SG_RETURN_IF_ERROR(matrix(b + "attn_k.weight", kv_dim, p->n_embd, type));
+      SG_RETURN_IF_ERROR(matrix(b + "attn_v.weight", kv_dim, p->n_embd, type));
+    }
     if (arch == "qwen2") {
       SG_RETURN_IF_ERROR(vector(b + "attn_q.bias", q_dim, 0.0f, 0.02f));
       SG_RETURN_IF_ERROR(vector(b + "attn_k.bias", kv_dim, 0.0f, 0.02f));
       SG_RETURN_IF_ERROR(vector(b + "attn_v.bias", kv_dim, 0.0f, 0.02f));
     }
-    if (arch == "qwen3") {
+    if (arch == "qwen3" || arch == "gemma3") {
       SG_RETURN_IF_ERROR(vector(b + "attn_q_norm.weight", p->head_dim, 1.0f, 0.05f));
       SG_RETURN_IF_ERROR(vector(b + "attn_k_norm.weight", p->head_dim, 1.0f, 0.05f));
     }
     SG_RETURN_IF_ERROR(matrix(b + "attn_output.weight", p->n_embd, q_dim, type));
+    if (gemma) SG_RETURN_IF_ERROR(vector(b + "post_attention_norm.weight", p->n_embd, 1.0f, 0.05f));
     SG_RETURN_IF_ERROR(vector(b + "ffn_norm.weight", p->n_embd, 1.0f, 0.05f));
-    SG_RETURN_IF_ERROR(matrix(b + "ffn_gate.weight", p->n_ff, p->n_embd, type));
-    SG_RETURN_IF_ERROR(matrix(b + "ffn_up.weight", p->n_ff, p->n_embd, type));
+    if (phi3) {
+      SG_RETURN_IF_ERROR(matrix(b + "ffn_up.weight", 2 * p->n_ff, p->n_embd, type));  // gate | up
+    } else {
+      SG_RETURN_IF_ERROR(matrix(b + "ffn_gate.weight", p->n_ff, p->n_embd, type));
+      SG_RETURN_IF_ERROR(matrix(b + "ffn_up.weight", p->n_ff, p->n_embd, type));
+    }
     SG_RETURN_IF_ERROR(matrix(b + "ffn_down.weight", p->n_embd, p->n_ff, type));
+    if (gemma) SG_RETURN_IF_ERROR(vector(b + "post_ffw_norm.weight", p->n_embd, 1.0f, 0.05f));
   }
   return w.WriteFile(o.out);
 }

@@ -45,7 +45,9 @@ class Meta {
 // A minimal `arch` model's metadata (n_layers layers, n_embd 64, 4 heads / 2 KV heads) plus the
 // token_embd tensor ReadModelConfig needs; `edit` sets or overrides keys.
 Result<ModelConfig> ReadConfig(const std::string& arch,
-                               const std::function<void(Meta&)>& edit = {}, int n_layers = 2) {
+                               const std::function<void(Meta&)>& edit = {}, int n_layers = 2,
+                               const std::string& extra_tensor = "",
+                               std::vector<float> extra_values = {}) {
   Meta m;
   m.Str("general.architecture", arch);
   if (edit) edit(m);
@@ -63,6 +65,11 @@ Result<ModelConfig> ReadConfig(const std::string& arch,
   const std::int64_t ne[] = {64, 32};
   EXPECT_TRUE(w.AddTensor("token_embd.weight", ne, gguf::GgmlType::kF32,
                           std::as_bytes(std::span(embd))).ok());
+  if (!extra_tensor.empty()) {
+    const std::int64_t ne1[] = {static_cast<std::int64_t>(extra_values.size())};
+    EXPECT_TRUE(w.AddTensor(extra_tensor, ne1, gguf::GgmlType::kF32,
+                            std::as_bytes(std::span(extra_values))).ok());
+  }
   const std::string path = ::testing::TempDir() + "config_" + arch + ".gguf";
   SG_RETURN_IF_ERROR(w.WriteFile(path));
   SG_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path));
@@ -190,6 +197,41 @@ TEST(ModelConfig, AnExplicitPatternPeriodChoosesTheLocalLayers) {
   }, 4);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   for (int l = 0; l < 4; ++l) EXPECT_EQ(c->IsSlidingLayer(l), l % 2 == 0) << l;
+}
+
+}  // namespace
+}  // namespace smartgen::model
+
+namespace smartgen::model {
+namespace {
+
+TEST(ModelConfig, RopeFreqsBecomeTheFactorsOfEveryLayer) {
+  const std::vector<float> f = {1, 1, 1, 1, 3.25f, 32, 32, 32};  // head_dim 16: 8 pairs
+  auto c = ReadConfig("llama", {}, 2, "rope_freqs.weight", f);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_NE(c->rope_freq_factors, nullptr);
+  EXPECT_EQ(*c->rope_freq_factors, f);
+  for (int l = 0; l < 2; ++l) {
+    ASSERT_NE(c->LayerRope(l).freq_factors, nullptr);
+    EXPECT_EQ(c->LayerRope(l).freq_factors[4], 3.25f);
+  }
+  // A copy of the config keeps the factors alive.
+  const ModelConfig copy = *c;
+  c = InvalidArgument("gone");
+  EXPECT_EQ(copy.LayerRope(1).freq_factors[7], 32.0f);
+}
+
+TEST(ModelConfig, MalformedRopeFreqsAndLongRopeAreRejected) {
+  auto nan = ReadConfig("llama", {}, 2, "rope_freqs.weight",
+                        {1, 1, 1, std::numeric_limits<float>::quiet_NaN(), 1, 1, 1, 1});
+  ASSERT_FALSE(nan.ok());
+  EXPECT_NE(nan.status().message().find("rope_freqs"), std::string::npos);
+  auto shape = ReadConfig("llama", {}, 2, "rope_freqs.weight", {1, 1, 1});
+  ASSERT_FALSE(shape.ok());
+  EXPECT_NE(shape.status().message().find("expected [8]"), std::string::npos);
+  auto longrope = ReadConfig("phi3", {}, 2, "rope_factors_long.weight", std::vector<float>(8, 1));
+  ASSERT_FALSE(longrope.ok());
+  EXPECT_EQ(longrope.status().code(), StatusCode::kUnimplemented);
 }
 
 }  // namespace
