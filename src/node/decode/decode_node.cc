@@ -424,6 +424,7 @@ void DecodeNode::Reject(transfer::PeerId peer, std::uint32_t type, const Status&
 void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
   auto m = DecodeControl(type, bytes);
   if (!m.ok()) return Reject(peer, type, m.status());
+  if (m->type == ControlType::kRequested) return Reject(peer, type, InvalidArgument("decode nodes do not serve blocks"));
   RequestPtr r = FindRequest(m->request_id);
   if (r == nullptr) {
     // Finished or cancelled here already: let the prefill node free the KV.
@@ -450,9 +451,13 @@ void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::
         st = DataLoss("prefill_done for {} prompt tokens, token {}", m->n_prompt, m->first_token);
         break;
       }
+      if (r->prefill_done) break;
       r->prefill_done = true;
       r->first_token = m->first_token;
       r->prefill_done_at = core::NowNanos();
+      // Token 1 travels one way: from the prefill node over the KV link (control frames go
+      // before data frames), then to the router on this request's stream, at once.
+      r->events->Push(ToJson(DecodeEvent::Token(0, m->first_token)).dump());
       engine_->Wake();
       break;
     case ControlType::kPrefillFailed:
@@ -468,7 +473,7 @@ void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::
         if (st.ok()) engine_->Wake();
       }
       break;
-    case ControlType::kRequested: st = InvalidArgument("decode nodes do not serve blocks"); break;
+    case ControlType::kRequested: break;  // refused above
   }
   if (!st.ok()) Reject(peer, type, st);
 }

@@ -55,6 +55,11 @@ class PrefillNode {
   const model::Model& model() const { return *rt_.model; }
   std::string MetricsText() const;
 
+  // Handles one control message as if it came from `peer` over the KV link (tests).
+  void HandleControlForTest(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
+    OnControl(peer, type, bytes);
+  }
+
   // Runs one prefill now, on the calling thread (the HTTP handler queues to the worker instead).
   Result<PrefillReply> RunPrefill(const PrefillCall& call);
 

@@ -195,8 +195,7 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
         const double ms_per_token = parsed->prefill_ms / static_cast<double>(rq.prompt.size());
         const double old = p->prefill_ms_per_token.load();
         p->prefill_ms_per_token.store(old == 0 ? ms_per_token : 0.7 * old + 0.3 * ms_per_token);
-        if (!delivery.Push(0, parsed->first_token)) decode_call.Abort();
-        return;
+        return;  // token 1 comes on the decode stream (PrefillDone crossed the KV link)
       }
       prefill_status = parsed.status();
       if (prefill_call.aborted()) return;  // the decode side ended first
@@ -313,7 +312,12 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq,
   stats["mode"] = TransferModeName(mode);
   stats["requested_mode"] = TransferModeName(requested);
   if (!auto_reason.is_null()) stats["auto"] = auto_reason;
-  if (!degraded.is_null()) stats["degraded"] = degraded;
+  if (!degraded.is_null()) {
+    // The prompt was computed on the decode node because no prefill node could: a fallback.
+    stats["degraded"] = degraded;
+    stats["fallback"] = true;
+    stats["prefill_error"] = "no prefill node is up";
+  }
   if (!failovers.empty()) stats["failovers"] = failovers;
   stats["request_id"] = id;
   if (delivery.time_of(0)) stats["router_ttft_ms"] = core::ToMillis(delivery.time_of(0));

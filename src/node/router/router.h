@@ -1,7 +1,8 @@
 // Router: the front of a disaggregated deployment. It holds pools of prefill and decode nodes
 // (any number of each, health-checked: node_pool.h), picks one of each per request (least
-// loaded among those up), streams token 1 from the prefill node as soon as it has it, and the
-// rest from the decode node. The HTTP API (server layer) sits on top of it through an adapter.
+// loaded among those up), and streams the tokens from the decode node: token 1 comes from the
+// prefill node over the KV link (PrefillDone) and the decode node forwards it at once, so every
+// token reaches the router one way. The HTTP API (server layer) sits on top through an adapter.
 //
 // Per request: register at the decode node (POST /internal/decode, streamed), then prefill at
 // the prefill node (POST /internal/prefill), which ships the KV straight to that decode node.

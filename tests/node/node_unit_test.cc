@@ -1,0 +1,170 @@
+// The node plane's plain-data parts, without threads or sockets: the decode request's state
+// machine (driven with explicit times), the KV-link control-message codec (every malformed
+// kind), and the router's ordered delivery.
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "node/common/control_messages.h"
+#include "node/decode/request_state.h"
+#include "node/router/ordered_delivery.h"
+
+namespace smartgen::node {
+namespace {
+
+using S = DecodeState;
+
+TEST(RequestState, FollowsTheDiagramAndNothingElse) {
+  EXPECT_TRUE(IsLegalTransition(S::kRegistered, S::kAwaitingKv));
+  EXPECT_TRUE(IsLegalTransition(S::kRegistered, S::kFallback));
+  EXPECT_TRUE(IsLegalTransition(S::kAwaitingKv, S::kRunning));
+  EXPECT_TRUE(IsLegalTransition(S::kAwaitingKv, S::kExact));
+  EXPECT_TRUE(IsLegalTransition(S::kRunning, S::kExact));
+  EXPECT_TRUE(IsLegalTransition(S::kExact, S::kDone));
+  EXPECT_TRUE(IsLegalTransition(S::kFallback, S::kCancelled));
+  EXPECT_FALSE(IsLegalTransition(S::kRunning, S::kFallback));  // mid-decode: recompute instead
+  EXPECT_FALSE(IsLegalTransition(S::kExact, S::kRunning));
+  EXPECT_FALSE(IsLegalTransition(S::kFallback, S::kRunning));
+  for (S terminal : {S::kDone, S::kCancelled, S::kFailed}) {
+    for (int to = 0; to < kDecodeStateCount; ++to) {
+      EXPECT_FALSE(IsLegalTransition(terminal, static_cast<S>(to))) << DecodeStateName(terminal);
+    }
+  }
+  RequestState st({}, 0);
+  EXPECT_FALSE(st.Transition(S::kExact, 1));  // not from registered
+  EXPECT_EQ(st.state(), S::kRegistered);
+  EXPECT_TRUE(st.Transition(S::kAwaitingKv, 2));
+  EXPECT_TRUE(st.Transition(S::kRunning, 3));
+  EXPECT_TRUE(st.Transition(S::kExact, 4));
+  EXPECT_TRUE(st.Transition(S::kDone, 5));
+  EXPECT_FALSE(st.Transition(S::kFailed, 6));
+  EXPECT_EQ(st.state(), S::kDone);
+}
+
+TEST(RequestState, EachWaitingStateOwnsItsDeadline) {
+  RequestDeadlines d;
+  d.prefill_start = core::Seconds(30);
+  d.kv_progress = core::Seconds(10);
+  const core::Nanos t0 = core::Seconds(100);
+  RequestState st(d, t0);
+  EXPECT_EQ(st.deadline(), t0 + core::Seconds(30));
+  EXPECT_FALSE(st.Expired(t0 + core::Seconds(29)));
+  EXPECT_TRUE(st.Expired(t0 + core::Seconds(30)));
+  // Awaiting KV: the deadline is silence, renewed by every sign of progress.
+  ASSERT_TRUE(st.Transition(S::kAwaitingKv, t0 + core::Seconds(1)));
+  EXPECT_EQ(st.deadline(), t0 + core::Seconds(11));
+  st.Progress(t0 + core::Seconds(8));
+  EXPECT_FALSE(st.Expired(t0 + core::Seconds(17)));
+  EXPECT_TRUE(st.Expired(t0 + core::Seconds(18)));
+  st.Progress(t0 + core::Seconds(2));  // an older sign changes nothing
+  EXPECT_EQ(st.deadline(), t0 + core::Seconds(18));
+  // Running has no deadline of its own (steps and the request deadline bound it).
+  ASSERT_TRUE(st.Transition(S::kRunning, t0 + core::Seconds(9)));
+  EXPECT_FALSE(st.Expired(t0 + core::Seconds(100000)));
+}
+
+std::vector<std::byte> Bytes(std::initializer_list<int> v) {
+  std::vector<std::byte> out;
+  for (int b : v) out.push_back(static_cast<std::byte>(b));
+  return out;
+}
+
+TEST(ControlMessages, EveryKindRoundTrips) {
+  const std::vector<std::byte> summaries = Bytes({1, 2, 3, 4, 5});
+  const std::vector<ControlMessage> all = {
+      ControlMessage::PrefillStarted(7),
+      ControlMessage::PrefillDone(7, 42, 300),
+      ControlMessage::PrefillFailed(7, Unavailable("out of KV")),
+      ControlMessage::Summaries(7, summaries),
+      ControlMessage::Manifest(7, 3, {{3, 1, 9}, {3, 0, 2}}),
+      ControlMessage::Requested(7, {{0, 1, 2}, {5, 0, 7}}),
+  };
+  for (const ControlMessage& m : all) {
+    const std::vector<std::byte> wire = EncodeControl(m);
+    auto back = DecodeControl(static_cast<std::uint32_t>(m.type), wire);
+    ASSERT_TRUE(back.ok()) << ControlTypeName(m.type) << ": " << back.status().ToString();
+    EXPECT_EQ(back->type, m.type);
+    EXPECT_EQ(back->request_id, 7u);
+    EXPECT_EQ(back->first_token, m.first_token);
+    EXPECT_EQ(back->n_prompt, m.n_prompt);
+    EXPECT_EQ(back->layer, m.layer);
+    EXPECT_EQ(back->blocks, m.blocks);
+    EXPECT_EQ(back->failure.code(), m.failure.code());
+    EXPECT_EQ(std::vector<std::byte>(back->summaries.begin(), back->summaries.end()),
+              std::vector<std::byte>(m.summaries.begin(), m.summaries.end()));
+    // Every kind, cut short anywhere or with a byte too many, is refused.
+    for (std::size_t n = 0; n < wire.size(); ++n) {
+      if (m.type == ControlType::kSummaries && n >= 8) continue;  // any summary length parses here
+      auto cut = DecodeControl(static_cast<std::uint32_t>(m.type), std::span(wire).first(n));
+      EXPECT_FALSE(cut.ok()) << ControlTypeName(m.type) << " cut at " << n;
+    }
+    if (m.type != ControlType::kSummaries) {
+      std::vector<std::byte> longer = wire;
+      longer.push_back(std::byte{0});
+      EXPECT_FALSE(DecodeControl(static_cast<std::uint32_t>(m.type), longer).ok()) << ControlTypeName(m.type);
+    }
+  }
+}
+
+TEST(ControlMessages, HostileCountsTypesAndValuesAreRefused) {
+  EXPECT_EQ(DecodeControl(0, EncodeControl(ControlMessage::PrefillStarted(1))).status().code(),
+            StatusCode::kDataLoss);
+  EXPECT_FALSE(DecodeControl(99, EncodeControl(ControlMessage::PrefillStarted(1))).ok());
+  // A count of 2^32-1 blocks in a short message: refused without allocating for it.
+  std::vector<std::byte> wire = EncodeControl(ControlMessage::Requested(1, {{0, 0, 0}}));
+  const std::uint32_t huge = 0xffffffffu;
+  std::memcpy(wire.data() + 8, &huge, 4);
+  EXPECT_FALSE(DecodeControl(static_cast<std::uint32_t>(ControlType::kRequested), wire).ok());
+  wire = EncodeControl(ControlMessage::Manifest(1, 2, {{2, 0, 0}}));
+  std::memcpy(wire.data() + 12, &huge, 4);
+  EXPECT_FALSE(DecodeControl(static_cast<std::uint32_t>(ControlType::kProactiveManifest), wire).ok());
+  std::memcpy(wire.data() + 8, &huge, 4);  // layer 2^32-1
+  EXPECT_FALSE(DecodeControl(static_cast<std::uint32_t>(ControlType::kProactiveManifest), wire).ok());
+  // Impossible values.
+  EXPECT_FALSE(DecodeControl(1, EncodeControl(ControlMessage::PrefillDone(1, -5, 10))).ok());
+  EXPECT_FALSE(DecodeControl(1, EncodeControl(ControlMessage::PrefillDone(1, 3, 0))).ok());
+  // A failure text longer than the limit is cut when encoded; one claiming more is refused.
+  const auto failed = EncodeControl(ControlMessage::PrefillFailed(1, Internal("{}", std::string(10000, 'x'))));
+  EXPECT_TRUE(DecodeControl(2, failed).ok());
+  std::vector<std::byte> lie = failed;
+  const std::uint32_t n = 1u << 30;
+  std::memcpy(lie.data() + 12, &n, 4);
+  EXPECT_FALSE(DecodeControl(2, lie).ok());
+}
+
+TEST(OrderedDelivery, DeliversInOrderExactlyOnce) {
+  std::vector<std::int32_t> got;
+  OrderedDelivery d([&](std::int32_t t) {
+    got.push_back(t);
+    return true;
+  }, 0, 6);
+  EXPECT_TRUE(d.Push(1, 11));  // waits for 0
+  EXPECT_TRUE(got.empty());
+  EXPECT_TRUE(d.Push(0, 10));
+  EXPECT_TRUE(d.Push(0, 10));  // a second copy (token 0 from a fallback) is dropped
+  EXPECT_TRUE(d.Push(3, 13));
+  EXPECT_TRUE(d.Push(2, 12));
+  EXPECT_TRUE(d.Push(1, 99));  // a failover re-run: already delivered
+  EXPECT_TRUE(d.Push(9, 19));  // past max_tokens: ignored
+  EXPECT_EQ(got, (std::vector<std::int32_t>{10, 11, 12, 13}));
+  EXPECT_EQ(d.delivered(), 4);
+  EXPECT_FALSE(d.cancelled());
+}
+
+TEST(OrderedDelivery, AClientThatLeavesCancelsExceptAtTheLastToken) {
+  int seen = 0;
+  OrderedDelivery d([&](std::int32_t) { return ++seen < 2; }, 0, 5);
+  EXPECT_TRUE(d.Push(0, 1));
+  EXPECT_FALSE(d.Push(1, 2));
+  EXPECT_TRUE(d.cancelled());
+  EXPECT_FALSE(d.Push(2, 3));
+  int last = 0;
+  OrderedDelivery done([&](std::int32_t) { return ++last < 2; }, 0, 2);
+  EXPECT_TRUE(done.Push(0, 1));
+  EXPECT_TRUE(done.Push(1, 2));  // the sink said stop at the request's last token: complete
+  EXPECT_FALSE(done.cancelled());
+}
+
+}  // namespace
+}  // namespace smartgen::node
