@@ -19,6 +19,7 @@ void RegisterProfile(CLI::App& app);
 void RegisterEval(CLI::App& app);
 void RegisterServe(CLI::App& app);
 void RegisterDemo(CLI::App& app);
+void RegisterSimulate(CLI::App& app);
 
 // `smartgen bench <what>` subcommands.
 void RegisterBenchEngine(CLI::App& bench);

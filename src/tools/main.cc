@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   tools::RegisterEval(app);
   tools::RegisterServe(app);
   tools::RegisterDemo(app);
+  tools::RegisterSimulate(app);
   CLI::App* bench = app.add_subcommand("bench", "benchmarks (print JSON with --json)");
   bench->require_subcommand(1);
   tools::RegisterBenchEngine(*bench);

@@ -1,0 +1,60 @@
+#include "sim/cost_model.h"
+
+#include <algorithm>
+
+namespace smartgen::sim {
+
+Seconds CostModel::Roofline(double flops, double bytes) const {
+  return std::max(flops / hw_.prefill_flops(), bytes / hw_.decode_bytes_per_s()) +
+         hw_.layer_overhead_s;
+}
+
+Seconds CostModel::PrefillLayer(int layer, std::int64_t n) const {
+  const double flops = shape_.LayerLinearFlopsPerToken() * static_cast<double>(n) +
+                       shape_.LayerPrefillAttentionFlops(layer, n);
+  const double bytes = shape_.LayerWeightBytes() + shape_.LayerKvBytes(layer, n);
+  return Roofline(flops, bytes);
+}
+
+Seconds CostModel::PrefillOutput() const {
+  return Roofline(shape_.OutputFlopsPerToken(), shape_.OutputWeightBytes());
+}
+
+Seconds CostModel::Prefill(std::int64_t n) const {
+  Seconds t = PrefillOutput();
+  for (int l = 0; l < shape_.n_layers; ++l) t += PrefillLayer(l, n);
+  return t;
+}
+
+Seconds CostModel::DecodeLayer(int batch, double attended_tokens) const {
+  const double flops = shape_.LayerLinearFlopsPerToken() * batch +
+                       4.0 * shape_.q_dim() * attended_tokens;
+  const double bytes = shape_.LayerWeightBytes() + shape_.KvBytesPerTokenLayer() * attended_tokens;
+  return Roofline(flops, bytes);
+}
+
+Seconds CostModel::DecodeOutput(int batch) const {
+  return Roofline(shape_.OutputFlopsPerToken() * batch, shape_.OutputWeightBytes());
+}
+
+Seconds CostModel::DecodeStep(int batch, std::int64_t context) const {
+  Seconds t = DecodeOutput(batch);
+  for (int l = 0; l < shape_.n_layers; ++l) {
+    t += DecodeLayer(batch, static_cast<double>(batch) * shape_.LayerKvTokens(l, context));
+  }
+  return t;
+}
+
+Seconds CostModel::SelectCost(std::int64_t n_blocks) const {
+  // Per KV head and block: the group's query heads x 2 x head_dim multiply-adds.
+  const double flops = 4.0 * shape_.n_heads * shape_.head_dim * static_cast<double>(n_blocks);
+  const double bytes = 2.0 * shape_.n_kv_heads * shape_.head_dim * static_cast<double>(n_blocks);
+  const double rate = hw_.select_flops > 0 ? hw_.select_flops : hw_.prefill_flops();
+  return std::max(flops / rate, bytes / hw_.decode_bytes_per_s());
+}
+
+Seconds CostModel::FirstTouch(double kv_bytes) const {
+  return hw_.first_touch_bytes_per_s > 0 ? kv_bytes / hw_.first_touch_bytes_per_s : 0;
+}
+
+}  // namespace smartgen::sim

@@ -1,0 +1,215 @@
+#include "sim/decode_node.h"
+
+#include <algorithm>
+
+namespace smartgen::sim {
+
+DecodeNode::DecodeNode(int index, EventQueue* queue, const CostModel* cost,
+                       const ClusterOptions* options, const SelectionStats* stats, Hooks hooks)
+    : index_(index), queue_(queue), cost_(cost), options_(options), stats_(stats),
+      hooks_(std::move(hooks)) {}
+
+void DecodeNode::EnqueuePrefill(SimRequest* r) {
+  prefill_q_.push_back(r);
+  Kick();
+}
+
+void DecodeNode::Admit(SimRequest* r) {
+  waiting_.push_back(r);
+  Kick();
+}
+
+int DecodeNode::load() const {
+  return static_cast<int>(batch_.size() + waiting_.size() + prefill_q_.size());
+}
+
+bool DecodeNode::FitsMemory(const SimRequest* r) const {
+  const double memory = cost_->hardware().memory_bytes;
+  if (memory <= 0) return true;
+  const ModelShape& s = cost_->shape();
+  double kv = s.KvBytes(r->prompt_tokens + r->output_tokens);
+  for (const SimRequest* b : batch_) kv += s.KvBytes(b->prompt_tokens + b->output_tokens);
+  return batch_.empty() || s.WeightBytes() + kv <= memory;
+}
+
+void DecodeNode::Kick() {
+  if (busy_) return;
+  if (!prefill_q_.empty()) {
+    SimRequest* r = prefill_q_.front();
+    prefill_q_.pop_front();
+    busy_ = true;
+    r->prefill_start = queue_->now();
+    queue_->After(cost_->Prefill(r->prompt_tokens), [this, r] {
+      r->prefill_end = queue_->now();
+      r->tokens.push_back(queue_->now());
+      r->kv_ready = queue_->now();
+      r->exact = queue_->now();
+      busy_ = false;
+      if (static_cast<int>(r->tokens.size()) >= r->output_tokens) {
+        r->done = queue_->now();
+        hooks_.finished(r);
+      } else {
+        waiting_.push_back(r);
+      }
+      Kick();
+    });
+    return;
+  }
+  StartStep();
+}
+
+void DecodeNode::StartStep() {
+  while (!waiting_.empty() && static_cast<int>(batch_.size()) < options_->max_batch &&
+         FitsMemory(waiting_.front())) {
+    batch_.push_back(waiting_.front());
+    waiting_.pop_front();
+  }
+  if (batch_.empty()) return;
+  busy_ = true;
+  ++steps_;
+  members_.clear();
+  step_extra_ = cost_->DecodeOutput(static_cast<int>(batch_.size()));
+  bool any_selective = false;
+  for (SimRequest* r : batch_) {
+    const bool selective = r->kv != nullptr && !r->kv->exact();
+    any_selective |= selective;
+    members_.push_back({r, selective});
+    if (r->decode_steps == 0) step_extra_ += cost_->FirstTouch(r->full_kv_bytes);
+  }
+  const ModelShape& s = cost_->shape();
+  if (!any_selective) {
+    // Dense step: one event.
+    Seconds t = step_extra_;
+    for (int l = 0; l < s.n_layers; ++l) {
+      double attended = 0;
+      for (const Member& m : members_) {
+        attended += static_cast<double>(s.LayerKvTokens(l, m.r->prompt_tokens + m.r->decode_steps));
+      }
+      t += cost_->DecodeLayer(static_cast<int>(members_.size()), attended);
+    }
+    queue_->After(t, [this] { EndStep(); });
+    return;
+  }
+  outstanding_.assign(s.n_layers, 0);
+  predicted_.assign(members_.size(), std::vector<LayerDemand>(s.n_layers));
+  StartLayer(0);
+}
+
+void DecodeNode::Fetch(SimRequest* r, int layer, double blocks) {
+  if (blocks <= 0) return;
+  r->kv->Requested(layer, blocks);
+  ++outstanding_[layer];
+  const std::uint64_t step = steps_;
+  const double bytes = blocks * r->block_bytes;
+  r->bytes[static_cast<int>(Path::kOnDemand)] += bytes;
+  Link* link = r->link;
+  // The request crosses to the prefill node (one way), the blocks come back on the link.
+  queue_->After(link->config().latency_s, [this, r, layer, blocks, bytes, step, link] {
+    link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks, step] {
+      r->kv->Landed(layer, blocks);
+      hooks_.kv_changed(r);
+      if (step == steps_ && busy_) {
+        --outstanding_[layer];
+        if (layer == layer_) TryFinishLayer();
+      }
+    });
+  });
+}
+
+void DecodeNode::StartLayer(int layer) {
+  layer_ = layer;
+  ++layer_id_;
+  compute_done_ = deadline_passed_ = false;
+  const ModelShape& s = cost_->shape();
+  const SmartgenSimOptions& o = options_->smartgen;
+  const bool predict = o.predict_next && stats_->predictor_hit >= 0.5;
+  double attended = 0;
+  Seconds select_cost = 0;
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    SimRequest* r = members_[i].r;
+    const std::int64_t ctx = r->prompt_tokens + r->decode_steps;
+    if (!members_[i].selective || !r->kv->selective(layer)) {
+      attended += static_cast<double>(s.LayerKvTokens(layer, ctx));
+      continue;
+    }
+    const int step = r->decode_steps + 1;
+    // Selected already when layer - 1 predicted it.
+    const bool predicted = predicted_[i][layer].selected > 0;
+    const LayerDemand d = predicted ? predicted_[i][layer] : r->kv->Select(layer, step, *stats_);
+    attended += d.selected / s.n_kv_heads * options_->block_tokens + r->decode_steps;
+    select_cost += cost_->SelectCost(r->kv->n_prompt_blocks());
+    r->selected_blocks += d.selected;
+    if (!o.fetch_on_demand) {
+      r->absent_at_deadline += d.absent;
+      continue;
+    }
+    double want = r->kv->wanted(layer);
+    if (o.wait == WaitPolicy::kBounded) {
+      // What the link carries by the deadline (the layer's compute x factor + slack).
+      const Seconds window = cost_->DecodeLayer(static_cast<int>(members_.size()), 0) * o.wait_factor +
+                             o.wait_slack_s;
+      want = std::min(want, r->link->bytes_per_second() * window / r->block_bytes);
+    }
+    Fetch(r, layer, want);
+    if (predict && layer + 1 < s.n_layers && r->kv->selective(layer + 1)) {
+      // Layer l+1's blocks that layer l's choice predicts, requested now.
+      const LayerDemand next = r->kv->Select(layer + 1, step, *stats_);
+      predicted_[i][layer + 1] = next;
+      Fetch(r, layer + 1, next.to_fetch * stats_->predictor_hit);
+    }
+  }
+  const Seconds compute =
+      cost_->DecodeLayer(static_cast<int>(members_.size()), attended) + select_cost;
+  const std::uint64_t id = layer_id_;
+  queue_->After(compute, [this, id] {
+    if (id != layer_id_) return;
+    compute_done_ = true;
+    TryFinishLayer();
+  });
+  if (o.wait == WaitPolicy::kBounded) {
+    queue_->After(compute * o.wait_factor + o.wait_slack_s, [this, id] {
+      if (id != layer_id_) return;
+      deadline_passed_ = true;
+      TryFinishLayer();
+    });
+  }
+}
+
+void DecodeNode::TryFinishLayer() {
+  if (!compute_done_) return;
+  if (outstanding_[layer_] > 0 && !deadline_passed_) return;
+  FinishLayer();
+}
+
+void DecodeNode::FinishLayer() {
+  const int layer = layer_;
+  ++layer_id_;  // stale timers of this layer are ignored from here on
+  for (const Member& m : members_) {
+    if (m.selective && m.r->kv->selective(layer)) m.r->absent_at_deadline += m.r->kv->in_flight(layer);
+  }
+  if (layer + 1 < cost_->shape().n_layers) {
+    StartLayer(layer + 1);
+    return;
+  }
+  queue_->After(step_extra_, [this] { EndStep(); });
+}
+
+void DecodeNode::EndStep() {
+  const Seconds now = queue_->now();
+  std::vector<SimRequest*> still;
+  for (SimRequest* r : batch_) {
+    r->tokens.push_back(now);
+    ++r->decode_steps;
+    if (static_cast<int>(r->tokens.size()) >= r->output_tokens) {
+      r->done = now;
+      hooks_.finished(r);
+    } else {
+      still.push_back(r);
+    }
+  }
+  batch_ = std::move(still);
+  busy_ = false;
+  Kick();
+}
+
+}  // namespace smartgen::sim

@@ -1,0 +1,89 @@
+// DecodeNode: one simulated decode node with continuous batching.
+//
+// Between steps it admits requests whose KV start condition holds (up to max_batch, and as
+// far as their KV fits the device memory next to the weights) and, for colocated requests,
+// runs their prefill itself first (a prefill stalls the batch, as without chunked prefill).
+// A step runs the layers in order; layer time = CostModel::DecodeLayer over the batch (dense
+// sequences read all their KV, SmartGen sequences that are not exact read their selected
+// blocks and score their summaries). A SmartGen sequence that is not exact selects per layer
+// (SmartgenKv::Select) and fetches what is missing in one on-demand batch on its link, after
+// the request's one-way trip to the prefill node; with next-layer prediction (predict_next and
+// SelectionStats::predictor_hit >= 0.5) that share of layer l+1's fetch is posted at layer l.
+// The layer ends when its compute is done and
+//   WaitPolicy::kUntilLanded - every fetch of the layer landed;
+//   WaitPolicy::kBounded     - every fetch landed or the deadline (compute x wait_factor +
+//                              wait_slack_s, from the layer's start) passed; the fetch is capped
+//                              at what the link carries by then. Late blocks land later and
+//                              are used from that step on.
+// At the end of a step every sequence in the batch emits a token. The first step of a
+// sequence pays CostModel::FirstTouch over its KV.
+//
+// Thread-safety: none. Borrowed pointers outlive the node.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "sim/event_queue.h"
+#include "sim/request.h"
+#include "sim/selection_stats.h"
+#include "sim/sim_options.h"
+
+namespace smartgen::sim {
+
+class DecodeNode {
+ public:
+  struct Hooks {
+    std::function<void(SimRequest*)> finished;    // last token emitted
+    std::function<void(SimRequest*)> kv_changed;  // on-demand blocks landed
+  };
+
+  DecodeNode(int index, EventQueue* queue, const CostModel* cost, const ClusterOptions* options,
+             const SelectionStats* stats, Hooks hooks);
+
+  // A colocated request: prefill here, then decode.
+  void EnqueuePrefill(SimRequest* r);
+  // The request's KV start condition holds: it joins the batch at the next step.
+  void Admit(SimRequest* r);
+  // Requests running, waiting or prefilling here (the router's load figure).
+  int load() const;
+  std::uint64_t steps() const { return steps_; }
+
+ private:
+  struct Member {
+    SimRequest* r;
+    bool selective;  // SmartGen, not exact at the step's start
+  };
+  void Kick();
+  void StartStep();
+  void StartLayer(int layer);
+  void Fetch(SimRequest* r, int layer, double blocks);
+  void TryFinishLayer();
+  void FinishLayer();
+  void EndStep();
+  bool FitsMemory(const SimRequest* r) const;
+
+  int index_;
+  EventQueue* queue_;
+  const CostModel* cost_;
+  const ClusterOptions* options_;
+  const SelectionStats* stats_;
+  Hooks hooks_;
+  std::deque<SimRequest*> prefill_q_, waiting_;
+  std::vector<SimRequest*> batch_;
+  bool busy_ = false;
+  std::uint64_t steps_ = 0;
+
+  // The running step.
+  std::vector<Member> members_;
+  Seconds step_extra_ = 0;
+  int layer_ = 0;
+  std::uint64_t layer_id_ = 0;       // increments per layer run (stale events are ignored)
+  std::vector<int> outstanding_;     // [n_layers] fetches of this step not landed
+  std::vector<std::vector<LayerDemand>> predicted_;  // [member][layer] selected by prediction
+  bool compute_done_ = false, deadline_passed_ = false;
+};
+
+}  // namespace smartgen::sim

@@ -1,0 +1,124 @@
+#include "sim/hardware.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace smartgen::sim {
+namespace {
+
+// Efficiency assumptions for the GPU presets (not measured here): prefill of 8-14B models
+// reaches about half of the dense tensor peak (vLLM/SGLang with FlashAttention report MFU of
+// 0.4-0.6 on long prompts) and a decode step about 0.75 of the memory bandwidth.
+constexpr double kGpuComputeEff = 0.5;
+constexpr double kGpuMemEff = 0.75;
+constexpr double kGpuLayerOverhead = 15e-6;  // a few kernel launches per layer
+
+Hardware Gpu(std::string name, double tflops, double gbs, double mem_gb, std::string source) {
+  Hardware h;
+  h.name = std::move(name);
+  h.peak_flops = tflops * 1e12;
+  h.mem_bytes_per_s = gbs * 1e9;
+  h.compute_eff = kGpuComputeEff;
+  h.mem_eff = kGpuMemEff;
+  h.memory_bytes = mem_gb * 1e9;
+  h.layer_overhead_s = kGpuLayerOverhead;
+  h.source = std::move(source);
+  return h;
+}
+
+// The development machine (docs/RESULTS.md, "Engine performance" and "TTST by transfer mode"):
+// GEMM peak 293 GFLOP/s and read bandwidth 44.8 GB/s (bench_kernels, 2 threads); in the TTST
+// sweep's deployment (three processes on 2 cores) prefill ran at 234 GFLOP/s (0.80 of the
+// peak: 2048 and 4096 tokens alike) and a decode step streamed weights + KV at 30.7 GB/s
+// (0.69); the first step after a prompt's KV was written pays about 3 GB/s over it (colocated
+// TTST - TBT: 17 ms at 47 MB, 31 ms at 94 MB); Quest scoring ran at 10.7 GFLOP/s on one core
+// ("Cost of the policies": 55 us per SmolLM2 layer at 4096 tokens).
+Hardware Cpu() {
+  Hardware h;
+  h.name = "cpu";
+  h.peak_flops = 293e9;
+  h.mem_bytes_per_s = 44.8e9;
+  h.compute_eff = 0.80;
+  h.mem_eff = 0.69;
+  h.memory_bytes = 24e9;
+  h.layer_overhead_s = 0;
+  h.first_touch_bytes_per_s = 3.0e9;
+  h.select_flops = 10.7e9;
+  h.source = "2-core development machine, docs/RESULTS.md (engine performance, TTST sweep)";
+  return h;
+}
+
+constexpr std::string_view kNames[] = {"l20", "a10", "a100-80g", "h100", "h200", "cpu"};
+
+}  // namespace
+
+std::string Hardware::ToString() const {
+  return fmt::format("{}: {:.1f} TFLOP/s x {:.2f}, {:.0f} GB/s x {:.2f}, {:.0f} GB ({})", name,
+                     peak_flops / 1e12, compute_eff, mem_bytes_per_s / 1e9, mem_eff,
+                     memory_bytes / 1e9, source);
+}
+
+std::span<const std::string_view> HardwareNames() { return kNames; }
+
+Result<Hardware> HardwareByName(std::string_view name) {
+  // Dense (no sparsity) FP16/BF16 tensor-core peaks and memory bandwidth from NVIDIA's
+  // datasheets.
+  if (name == "l20") {
+    return Gpu("l20", 119.5, 864, 48, "NVIDIA L20 datasheet: FP16 tensor 119.5 TFLOPS dense, "
+               "48 GB GDDR6 864 GB/s");
+  }
+  if (name == "a10") {
+    return Gpu("a10", 125, 600, 24, "NVIDIA A10 datasheet: FP16 tensor 125 TFLOPS dense, "
+               "24 GB GDDR6 600 GB/s");
+  }
+  if (name == "a100-80g") {
+    return Gpu("a100-80g", 312, 2039, 80, "NVIDIA A100 80GB SXM datasheet: BF16 tensor 312 "
+               "TFLOPS dense, HBM2e 2039 GB/s");
+  }
+  if (name == "h100") {
+    return Gpu("h100", 989, 3350, 80, "NVIDIA H100 SXM datasheet: BF16 tensor 989 TFLOPS "
+               "dense, HBM3 3.35 TB/s");
+  }
+  if (name == "h200") {
+    return Gpu("h200", 989, 4800, 141, "NVIDIA H200 SXM datasheet: BF16 tensor 989 TFLOPS "
+               "dense, 141 GB HBM3e 4.8 TB/s");
+  }
+  if (name == "cpu") return Cpu();
+  return NotFound("no hardware preset '{}'; known: l20 a10 a100-80g h100 h200 cpu", name);
+}
+
+Result<Hardware> CalibrateCpu(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot open {}", path);
+  double gflops = 0, gbs = 0;
+  int n_pf = 0, n_dec = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) return InvalidArgument("{}: not a JSON line", path);
+    if (j.contains("prefill_gflops") && j["prefill_gflops"].is_number()) {
+      gflops += j["prefill_gflops"].get<double>();
+      ++n_pf;
+    }
+    if (j.contains("decode_gbs") && j["decode_gbs"].is_number()) {
+      gbs += j["decode_gbs"].get<double>();
+      ++n_dec;
+    }
+  }
+  if (n_pf == 0 || n_dec == 0) {
+    return InvalidArgument("{}: no prefill_gflops/decode_gbs records (smartgen bench engine "
+                           "--json output expected)", path);
+  }
+  Hardware h = Cpu();
+  h.peak_flops = gflops / n_pf * 1e9;
+  h.compute_eff = 1;
+  h.mem_bytes_per_s = gbs / n_dec * 1e9;
+  h.mem_eff = 1;
+  h.source = fmt::format("cpu calibrated from {} ({} records)", path, n_pf);
+  return h;
+}
+
+}  // namespace smartgen::sim

@@ -1,0 +1,52 @@
+// Hardware: the compute node the simulator runs prefill and decode on, as data.
+//
+// A node is described by its peak dense FP16/BF16 tensor rate, its memory bandwidth, and the
+// share of each that an inference engine reaches (efficiency factors), plus two small fixed
+// costs. GPU figures are datasheet figures (cited per preset in hardware.cc); no GPU was
+// available to the project to measure them, so the efficiency factors are stated assumptions
+// (documented in docs/RESULTS.md, "Cluster simulator"), to be replaced by measurements.
+// The CPU preset is the 2-core development machine, calibrated from measured figures
+// (docs/RESULTS.md) or from `smartgen bench engine --json` output (CalibrateCpu).
+//
+// Thread-safety: plain data.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+
+namespace smartgen::sim {
+
+struct Hardware {
+  std::string name;
+  double peak_flops = 0;        // dense FP16/BF16, FLOP/s
+  double mem_bytes_per_s = 0;   // peak memory bandwidth, B/s
+  double compute_eff = 0.5;     // share of peak_flops prefill GEMMs and attention reach
+  double mem_eff = 0.75;        // share of the bandwidth a decode step reaches
+  double memory_bytes = 0;      // device memory (0 = unbounded); bounds the decode batch's KV
+  double layer_overhead_s = 0;  // per layer and step: kernel launches, thread-pool barriers
+  // Rate at which the first decode step after a KV cache was written reads it (the CPU VM's
+  // first-touch page cost); 0 = no extra cost.
+  double first_touch_bytes_per_s = 0;
+  // Rate of the on-demand block scoring (Quest upper bounds over the summaries), FLOP/s;
+  // 0 = memory-bound on the summary bytes.
+  double select_flops = 0;
+  std::string source;
+
+  double prefill_flops() const { return peak_flops * compute_eff; }
+  double decode_bytes_per_s() const { return mem_bytes_per_s * mem_eff; }
+  std::string ToString() const;
+};
+
+// "l20", "a10", "a100-80g", "h100", "h200", "cpu". kNotFound lists the names.
+Result<Hardware> HardwareByName(std::string_view name);
+std::span<const std::string_view> HardwareNames();
+
+// The CPU preset with its effective rates taken from `smartgen bench engine --json` records
+// (one JSON object per line: prefill_gflops, decode_gbs): the mean prefill GFLOP/s becomes
+// the effective compute rate and the mean decode GB/s the effective bandwidth.
+Result<Hardware> CalibrateCpu(const std::string& bench_engine_jsonl);
+
+}  // namespace smartgen::sim

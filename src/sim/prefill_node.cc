@@ -1,0 +1,171 @@
+#include "sim/prefill_node.h"
+
+#include <algorithm>
+
+#include "kv/kv_geometry.h"
+#include "select/proactive.h"
+#include "select/speculative.h"
+
+namespace smartgen::sim {
+
+PrefillNode::PrefillNode(int index, EventQueue* queue, const CostModel* cost,
+                         const ClusterOptions* options, Hooks hooks)
+    : index_(index), queue_(queue), cost_(cost), options_(options), hooks_(std::move(hooks)) {}
+
+void PrefillNode::Enqueue(SimRequest* r) {
+  fifo_.push_back(r);
+  if (running_ == nullptr) StartNext();
+}
+
+Seconds PrefillNode::backlog_seconds() const {
+  Seconds s = running_ != nullptr ? std::max(0.0, running_end_ - queue_->now()) : 0.0;
+  for (const SimRequest* r : fifo_) s += EstimatePrefill(r->prompt_tokens);
+  return s;
+}
+
+void PrefillNode::StartNext() {
+  if (fifo_.empty()) {
+    running_ = nullptr;
+    return;
+  }
+  SimRequest* r = fifo_.front();
+  fifo_.pop_front();
+  running_ = r;
+  running_end_ = queue_->now() + EstimatePrefill(r->prompt_tokens);
+  r->prefill_start = queue_->now();
+  r->pending_kv = 0;
+  if (r->mode == Mode::kSmartgen) PlanSmartgen(r);
+  RunLayer(r, 0);
+}
+
+void PrefillNode::PlanSmartgen(SimRequest* r) {
+  const ModelShape& shape = cost_->shape();
+  const SmartgenSimOptions& o = options_->smartgen;
+  const std::int64_t n = r->prompt_tokens;
+  // The proactive set: what the link carries while prefill runs (node/prefill/prefill_node).
+  double budget = r->full_kv_bytes;
+  if (o.proactive_ratio > 0) {
+    budget = static_cast<double>(select::ProactiveBudgetForRatio(
+        static_cast<std::int64_t>(r->full_kv_bytes), o.proactive_ratio));
+  } else {
+    budget = o.proactive_fill * static_cast<double>(select::ProactiveBudgetBytes(
+                                    r->link->bytes_per_second(), EstimatePrefill(n)));
+  }
+  // Sliding-window layers are small and go whole; the rest is planned by the select policy.
+  summary_bytes_.assign(shape.n_layers, 0);
+  proactive_bytes_.assign(shape.n_layers, 0);
+  int n_full = 0;
+  for (int l = 0; l < shape.n_layers; ++l) {
+    if (shape.Sliding(l)) {
+      proactive_bytes_[l] = shape.LayerKvBytes(l, n);
+      budget -= proactive_bytes_[l];
+    } else {
+      ++n_full;
+    }
+  }
+  kv::KvGeometry geometry;
+  geometry.n_layers = n_full;
+  geometry.n_kv_heads = shape.n_kv_heads;
+  geometry.head_dim = shape.head_dim;
+  geometry.block_tokens = options_->block_tokens;
+  std::vector<std::int64_t> layer_blocks;
+  if (n_full > 0) {
+    const select::ProactiveBudget plan = select::PlanProactiveBudget(
+        geometry, n, static_cast<std::int64_t>(std::max(0.0, budget)), nullptr, o.proactive);
+    layer_blocks = plan.layer_blocks;
+    int i = 0;
+    for (int l = 0; l < shape.n_layers; ++l) {
+      if (shape.Sliding(l)) continue;
+      summary_bytes_[l] = static_cast<double>(plan.summary_bytes) / n_full;
+      proactive_bytes_[l] = static_cast<double>(layer_blocks[i++]) * r->block_bytes;
+    }
+  }
+  r->kv = std::make_unique<SmartgenKv>(shape, n, options_->block_tokens, o, layer_blocks);
+}
+
+void PrefillNode::Push(SimRequest* r, Path path, double bytes, bool start_condition) {
+  if (start_condition) ++r->pending_kv;
+  r->bytes[static_cast<int>(path)] += bytes;
+  // Proactive blocks are ranked and scattered: runs of about one block per frame.
+  const double frame = path == Path::kProactive ? r->block_bytes : 0;
+  r->link->Send(path, bytes, [this, r, start_condition] {
+    if (start_condition) {
+      --r->pending_kv;
+      hooks_.kv_progress(r);
+    }
+  }, frame);
+}
+
+void PrefillNode::RunLayer(SimRequest* r, int layer) {
+  const ModelShape& shape = cost_->shape();
+  Seconds t = cost_->PrefillLayer(layer, r->prompt_tokens);
+  if (r->mode == Mode::kSmartgen) {
+    // SnapKV-style scores: the last query_window queries against the layer's keys.
+    const double flops = 4.0 * options_->smartgen.query_window * shape.q_dim() *
+                         static_cast<double>(shape.LayerKvTokens(layer, r->prompt_tokens));
+    t += flops / cost_->hardware().prefill_flops();
+  }
+  if (layer + 1 == shape.n_layers) t += cost_->PrefillOutput();  // logits of the last token
+  queue_->After(t, [this, r, layer] {
+    const ModelShape& s = cost_->shape();
+    if (r->mode == Mode::kLayerwise) Push(r, Path::kLayerwise, s.LayerKvBytes(layer, r->prompt_tokens), true);
+    if (r->mode == Mode::kSmartgen) {
+      if (summary_bytes_[layer] > 0) Push(r, Path::kSummary, summary_bytes_[layer], true);
+      Push(r, Path::kProactive, proactive_bytes_[layer], true);
+    }
+    if (layer + 1 < s.n_layers) {
+      RunLayer(r, layer + 1);
+      return;
+    }
+    // Prefill done: token 1 to the client, the KV of full mode, PrefillDone, the stream.
+    r->prefill_end = queue_->now();
+    r->tokens.push_back(queue_->now());
+    if (r->mode == Mode::kFull) Push(r, Path::kFull, r->full_kv_bytes, true);
+    ++r->pending_kv;
+    r->link->Send(Path::kControl, 64, [this, r] {
+      r->prefill_done_seen = true;
+      --r->pending_kv;
+      hooks_.kv_progress(r);
+    });
+    if (r->mode == Mode::kSmartgen && options_->smartgen.speculative) PostSpeculative(r);
+    StartNext();
+  });
+}
+
+void PrefillNode::PostSpeculative(SimRequest* r) {
+  r->spec_transfer = 0;
+  if (r->finished() || r->kv == nullptr) return;
+  const double bb = r->block_bytes;
+  const double remaining_blocks = r->kv->speculative_remaining();
+  if (remaining_blocks < 0.5) return;
+  std::int64_t bytes = select::SpeculativeBytesForStep(
+      options_->smartgen.pacing, static_cast<std::int64_t>(remaining_blocks * bb),
+      static_cast<std::size_t>(bb));
+  bytes = std::min<std::int64_t>(
+      bytes, static_cast<std::int64_t>(r->link->bytes_per_second() * options_->smartgen.speculative_batch_s));
+  const double blocks = r->kv->TakeSpeculative(std::max(1.0, static_cast<double>(bytes) / bb));
+  if (blocks <= 0) return;
+  r->spec_blocks_in_flight = blocks;
+  r->bytes[static_cast<int>(Path::kSpeculative)] += blocks * bb;
+  r->spec_transfer = r->link->Send(Path::kSpeculative, blocks * bb, [this, r] {
+    r->spec_transfer = 0;
+    r->spec_blocks_in_flight = 0;
+    r->kv->SpeculativeLanded();
+    hooks_.kv_changed(r);
+    PostSpeculative(r);
+  }, bb);  // interleaved layers in importance order: one-block runs
+}
+
+void PrefillNode::StopStream(SimRequest* r) {
+  if (r->kv == nullptr) return;
+  double never = r->kv->speculative_remaining() * r->block_bytes;
+  if (r->spec_transfer != 0) {
+    const double unsent = r->link->Cancel(r->spec_transfer);
+    r->bytes[static_cast<int>(Path::kSpeculative)] -= unsent;
+    never += unsent;
+    r->spec_transfer = 0;
+  }
+  r->cancelled_bytes += never;
+}
+
+}  // namespace smartgen::sim

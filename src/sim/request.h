@@ -1,0 +1,55 @@
+// SimRequest: one simulated request's identity, its timeline, and its per-path bytes; owned
+// by the Cluster for the whole run (nodes hold raw pointers that never outlive it).
+// A request's life: arrived -> prefilling (prefill node, or its decode node when colocated)
+// -> awaiting KV (its mode's start condition) -> decoding (in the decode node's batch) ->
+// done. Times are simulated seconds; -1 = not reached.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/link.h"
+#include "sim/sim_options.h"
+#include "sim/smartgen_kv.h"
+
+namespace smartgen::sim {
+
+struct SimRequest {
+  int id = 0;
+  Seconds arrival = 0;
+  std::int64_t prompt_tokens = 0;
+  int output_tokens = 0;  // including token 1 (from the prefill node)
+  Mode mode = Mode::kSmartgen;  // resolved (never kAuto)
+  int prefill_node = -1, decode_node = -1;
+  Link* link = nullptr;         // prefill -> decode KV link (null when colocated)
+
+  // Timeline.
+  Seconds prefill_start = -1, prefill_end = -1;
+  Seconds kv_ready = -1;        // the mode's start condition held at the decode node
+  Seconds exact = -1;           // every prompt block on the decode node
+  Seconds done = -1;
+  std::vector<Seconds> tokens;  // arrival time of each token at the client, token 1 first
+
+  // Start condition bookkeeping: KV transfers (or proactive pushes) not landed yet.
+  int pending_kv = 0;
+  bool prefill_done_seen = false;  // PrefillDone (token 1) reached the decode node
+
+  // SmartGen.
+  std::unique_ptr<SmartgenKv> kv;
+  int decode_steps = 0;
+  std::uint64_t spec_transfer = 0;  // the speculative batch on the wire (0 = none)
+  double spec_blocks_in_flight = 0;
+  double block_bytes = 0;
+  double selected_blocks = 0;       // summed over steps and layers
+  double absent_at_deadline = 0;    // selected blocks not present when the layer attended
+  double cancelled_bytes = 0;       // speculative bytes never sent (request ended first)
+
+  std::array<double, static_cast<int>(Path::kCount)> bytes{};
+  double full_kv_bytes = 0;
+
+  bool finished() const { return done >= 0; }
+};
+
+}  // namespace smartgen::sim

@@ -1,0 +1,133 @@
+#include "sim/smartgen_kv.h"
+
+#include <algorithm>
+
+#include "model/model_config.h"
+#include "select/on_demand.h"
+
+namespace smartgen::sim {
+
+SmartgenKv::SmartgenKv(const ModelShape& shape, std::int64_t n_prompt_tokens, int block_tokens,
+                       const SmartgenSimOptions& options,
+                       const std::vector<std::int64_t>& layer_proactive_blocks) {
+  n_blocks_ = static_cast<std::int32_t>((n_prompt_tokens + block_tokens - 1) / block_tokens);
+  // The node's budget rule, from the node's selector.
+  model::ModelConfig config;
+  config.n_layers = shape.n_layers;
+  config.n_embd = shape.n_embd;
+  config.n_heads = shape.n_heads;
+  config.n_kv_heads = shape.n_kv_heads;
+  config.head_dim = shape.head_dim;
+  select::OnDemandSelector selector(config, n_blocks_, options.on_demand, nullptr);
+  budget_ = selector.budget();
+  const double heads = shape.n_kv_heads;
+  const double edge_per_head =
+      std::min<double>(n_blocks_, std::max(0, options.on_demand.sink_blocks) +
+                                      std::max(0, options.on_demand.local_blocks));
+  index_.assign(shape.n_layers, -1);
+  for (int l = 0; l < shape.n_layers; ++l) {
+    if (shape.Sliding(l)) continue;
+    index_[l] = static_cast<int>(layers_.size());
+    Layer s;
+    s.edges = heads * edge_per_head;
+    s.never = heads * n_blocks_ - s.edges;
+    s.k = std::min(s.never, heads * std::min<double>(budget_, n_blocks_ - edge_per_head));
+    const std::size_t i = layers_.size();
+    const double pushed = i < layer_proactive_blocks.size()
+                              ? static_cast<double>(layer_proactive_blocks[i])
+                              : s.edges;
+    s.never_present = std::clamp(pushed - s.edges, 0.0, s.never);
+    layers_.push_back(s);
+    total_ += heads * n_blocks_;
+  }
+}
+
+LayerDemand SmartgenKv::Select(int layer, int step, const SelectionStats& stats) {
+  LayerDemand d;
+  const int i = index_[layer];
+  if (i < 0) return d;
+  Layer& s = layers_[i];
+  d.selected = s.edges + s.k;
+  // Repeats of earlier choices: absent while their fetch is on the wire or still wanted.
+  const double fresh = std::min(s.never, s.k * stats.Churn(step));
+  const double repeats = s.k - fresh;
+  const double repeat_absent =
+      s.selected > 0 ? repeats * (s.wanted + s.requested) / s.selected : 0.0;
+  double fresh_absent = 0;
+  if (fresh > 0 && s.never > 0) {
+    const double p = s.never_present / s.never;
+    const double present = fresh * (step <= 1 ? stats.FirstStepPresent(p) : p);
+    const double present_taken = std::min(present, s.never_present);
+    fresh_absent = fresh - present_taken;
+    // Absent fresh blocks come from the speculative batch on the wire in proportion.
+    const double absent_pool = s.never - s.never_present;
+    const double from_fly = absent_pool > 0 ? fresh_absent * s.never_fly / absent_pool : 0.0;
+    s.never_present -= present_taken;
+    s.never_fly -= std::min(from_fly, s.never_fly);
+    duplicates_ += from_fly;
+    s.never -= fresh;
+    s.selected += fresh;
+    s.wanted += fresh_absent;
+  }
+  d.absent = fresh_absent + repeat_absent;
+  d.to_fetch = s.wanted;
+  return d;
+}
+
+void SmartgenKv::Requested(int layer, double n) {
+  const int i = index_[layer];
+  if (i < 0) return;
+  Layer& s = layers_[i];
+  n = std::clamp(n, 0.0, s.wanted);
+  s.wanted -= n;
+  s.requested += n;
+}
+
+void SmartgenKv::Landed(int layer, double n) {
+  const int i = index_[layer];
+  if (i < 0) return;
+  Layer& s = layers_[i];
+  s.requested -= std::min(n, s.requested);
+}
+
+double SmartgenKv::in_flight(int layer) const {
+  const int i = index_[layer];
+  return i < 0 ? 0.0 : layers_[i].requested;
+}
+
+double SmartgenKv::wanted(int layer) const {
+  const int i = index_[layer];
+  return i < 0 ? 0.0 : layers_[i].wanted;
+}
+
+double SmartgenKv::speculative_remaining() const {
+  double r = 0;
+  for (const Layer& s : layers_) r += s.never - s.never_present - s.never_fly;
+  return r;
+}
+
+double SmartgenKv::TakeSpeculative(double max_blocks) {
+  const double pool = speculative_remaining();
+  if (pool <= 0 || max_blocks <= 0) return 0;
+  const double take = std::min(max_blocks, pool);
+  for (Layer& s : layers_) {
+    const double absent = s.never - s.never_present - s.never_fly;
+    s.never_fly += take * absent / pool;
+  }
+  return take;
+}
+
+void SmartgenKv::SpeculativeLanded() {
+  for (Layer& s : layers_) {
+    s.never_present = std::min(s.never, s.never_present + s.never_fly);
+    s.never_fly = 0;
+  }
+}
+
+double SmartgenKv::missing() const {
+  double m = 0;
+  for (const Layer& s : layers_) m += (s.never - s.never_present) + s.wanted + s.requested;
+  return m;
+}
+
+}  // namespace smartgen::sim

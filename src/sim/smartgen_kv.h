@@ -1,0 +1,88 @@
+// SmartgenKv: the residency of one SmartGen request's prompt KV on its decode node, as
+// expected block counts per layer (summed over KV heads), driven by SelectionStats.
+//
+// Each full-attention layer's prompt blocks are split into
+//   edges  - sinks and last blocks of every head: pushed with the proactive set, always
+//            selected (the on-demand sinks/local window);
+//   never-selected blocks: present (proactive or speculative), in a speculative batch on the
+//            wire, or absent;
+//   selected blocks (by some step): present, requested (fetch on the wire), or wanted (absent,
+//            not yet requested: a bounded fetch left them for a later step).
+// Sliding-window layers are pushed whole with the proactive set and count as complete.
+// Counts are doubles (expected values); a request is exact when fewer than half a block is
+// missing in all.
+//
+// The budget per head comes from select::OnDemandSelector (the node's policy) and the
+// proactive share per layer from select::PlanProactiveBudget.
+//
+// Thread-safety: none (one simulation thread).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "select/proactive.h"
+#include "sim/model_shape.h"
+#include "sim/selection_stats.h"
+#include "sim/sim_options.h"
+
+namespace smartgen::sim {
+
+struct LayerDemand {
+  double selected = 0;     // blocks this step attends to in the layer (all heads)
+  double absent = 0;       // of those, not on the decode node at the start of the layer
+  double to_fetch = 0;     // absent and not yet requested: what a fetch may ask for
+};
+
+class SmartgenKv {
+ public:
+  // `layer_proactive_blocks`: PlanProactiveBudget's layer_blocks, indexed by full-attention
+  // layer (sliding layers excluded), edges included.
+  SmartgenKv(const ModelShape& shape, std::int64_t n_prompt_tokens, int block_tokens,
+             const SmartgenSimOptions& options, const std::vector<std::int64_t>& layer_proactive_blocks);
+
+  int n_layers() const { return static_cast<int>(layers_.size()); }
+  // Whether layer l (model index) has selective state (false: sliding window, complete).
+  bool selective(int layer) const { return index_[layer] >= 0; }
+  std::int32_t budget() const { return budget_; }
+  std::int32_t n_prompt_blocks() const { return n_blocks_; }
+  double total_blocks() const { return total_; }
+
+  // Step `step` (1 = the step producing token 2) selects in `layer`: updates the selection
+  // state and returns what is missing.
+  LayerDemand Select(int layer, int step, const SelectionStats& stats);
+  // The decode node requested `n` of the layer's wanted blocks (<= to_fetch) / they landed.
+  void Requested(int layer, double n);
+  void Landed(int layer, double n);
+  double in_flight(int layer) const;
+  double wanted(int layer) const;  // selected, absent, not requested
+
+  // Speculative: takes up to max_blocks never-requested absent blocks, spread over layers in
+  // proportion to what each lacks (the stream interleaves layers); returns the total taken.
+  double TakeSpeculative(double max_blocks);
+  // The batch taken last landed (minus whatever was fetched on demand meanwhile).
+  void SpeculativeLanded();
+  double speculative_remaining() const;  // absent, never requested, not on the wire
+
+  double missing() const;  // blocks not on the decode node
+  bool exact() const { return missing() < 0.5; }
+  double duplicate_blocks() const { return duplicates_; }
+
+ private:
+  struct Layer {
+    double k = 0;         // score-selected blocks per step, all heads
+    double edges = 0;
+    double never = 0;     // never-selected non-edge blocks
+    double never_present = 0;
+    double never_fly = 0; // in the speculative batch on the wire
+    double wanted = 0;    // selected, absent, not requested
+    double requested = 0; // selected, fetch on the wire
+    double selected = 0;  // ever selected (score-selected)
+  };
+  std::vector<Layer> layers_;
+  std::vector<int> index_;  // model layer -> layers_ index, -1 for sliding layers
+  std::int32_t n_blocks_ = 0, budget_ = 0;
+  double total_ = 0, duplicates_ = 0;
+};
+
+}  // namespace smartgen::sim

@@ -1,0 +1,160 @@
+#include "sim/validation.h"
+
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "sim/cluster.h"
+#include "sim/cost_model.h"
+#include "sim/model_shape.h"
+#include "sim/report.h"
+
+namespace smartgen::sim {
+namespace {
+
+constexpr double kTarget = 0.15;
+
+double Num(const nlohmann::json& j, const char* key, double fallback) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
+// Relative error sim/measured - 1, or null without a measurement.
+nlohmann::json RelErr(double sim, double measured) {
+  if (!(measured > 0) || !(sim >= 0)) return nullptr;
+  return sim / measured - 1.0;
+}
+
+}  // namespace
+
+Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot open {}", path);
+  std::vector<MeasuredRecord> out;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos || line[0] == '#') continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("mode") || !j["mode"].is_string()) {
+      return InvalidArgument("{}:{}: not a measured record", path, n);
+    }
+    MeasuredRecord r;
+    SG_ASSIGN_OR_RETURN(r.mode, ParseMode(j["mode"].get<std::string>()));
+    r.prompt_tokens = static_cast<std::int64_t>(Num(j, "prompt_tokens", 0));
+    r.ratio = Num(j, "ratio", 0);
+    r.link_mbps = Num(j, "link_mbps", 0);
+    r.output_tokens = static_cast<int>(Num(j, "output_tokens", 64));
+    r.ttft_ms = Num(j, "ttft_ms", 0);
+    r.ttst_ms = Num(j, "ttst_ms", 0);
+    r.mean_tbt_ms = Num(j, "mean_tbt_ms", 0);
+    r.e2e_ms = Num(j, "e2e_ms", 0);
+    r.bytes_over_full = Num(j, "bytes_over_full", 0);
+    r.time_to_exact_ms = Num(j, "time_to_exact_ms", -1);
+    if (r.prompt_tokens <= 0 || r.link_mbps <= 0 || r.ttft_ms <= 0) {
+      return InvalidArgument("{}:{}: prompt_tokens, link_mbps and ttft_ms must be > 0", path, n);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
+                                const ValidationOptions& options) {
+  SG_ASSIGN_OR_RETURN(ModelShape shape, ModelShapeByName("smollm2-135m"));
+  // The colocated record of each (prompt, R) point: the decode step every mode shares.
+  std::map<std::pair<std::int64_t, double>, const MeasuredRecord*> colocated;
+  for (const MeasuredRecord& r : records) {
+    if (r.mode == Mode::kColocated) colocated[{r.prompt_tokens, r.ratio}] = &r;
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  struct Acc {
+    std::vector<double> ttst, tbt, e2e, exact;
+  };
+  std::map<std::string, Acc> acc;
+  for (const MeasuredRecord& m : records) {
+    Hardware hw = options.cpu;
+    if (options.calibration == Calibration::kRecorded) {
+      const CostModel base(hw, shape);
+      hw.compute_eff *= base.Prefill(m.prompt_tokens) / (m.ttft_ms / 1e3);
+      auto it = colocated.find({m.prompt_tokens, m.ratio});
+      if (it != colocated.end() && it->second->mean_tbt_ms > 0) {
+        // Mean dense step over the output (context grows by output_tokens / 2 on average).
+        const Seconds step = base.DecodeStep(1, m.prompt_tokens + m.output_tokens / 2);
+        hw.mem_eff *= step / (it->second->mean_tbt_ms / 1e3);
+      }
+    }
+    ClusterSpec spec;
+    spec.model = shape;
+    spec.prefill_hw = hw;
+    spec.decode_hw = hw;
+    spec.stats = options.stats;
+    spec.options.mode = m.mode;
+    spec.options.link.gbps = m.link_mbps / 1e3;
+    spec.options.link.latency_s = options.latency_s;
+    spec.options.smartgen = options.smartgen;
+    spec.options.max_batch = 1;
+    WorkloadOptions w;
+    w.prompt_min = w.prompt_max = m.prompt_tokens;
+    w.output_min = w.output_max = m.output_tokens;
+    SG_ASSIGN_OR_RETURN(SimResult result, RunCluster(spec, FixedBatch(1, 0, w)));
+    const nlohmann::json sim = RequestRecord(*result.requests.front());
+    auto get = [&](const char* k) { return sim[k].is_number() ? sim[k].get<double>() : -1.0; };
+    nlohmann::json row;
+    row["prompt_tokens"] = m.prompt_tokens;
+    row["ratio"] = m.ratio;
+    row["link_mbps"] = m.link_mbps;
+    row["mode"] = ModeName(m.mode);
+    row["simulated_mode"] = sim["mode"];
+    row["measured"] = {{"ttft_ms", m.ttft_ms}, {"ttst_ms", m.ttst_ms}, {"mean_tbt_ms", m.mean_tbt_ms},
+                       {"e2e_ms", m.e2e_ms}, {"bytes_over_full", m.bytes_over_full},
+                       {"time_to_exact_ms", m.time_to_exact_ms >= 0 ? nlohmann::json(m.time_to_exact_ms) : nlohmann::json()}};
+    row["simulated"] = {{"ttft_ms", sim["ttft_ms"]}, {"ttst_ms", sim["ttst_ms"]},
+                        {"mean_tbt_ms", sim["mean_tbt_ms"]}, {"e2e_ms", sim["e2e_ms"]},
+                        {"bytes_over_full", sim["bytes_over_full"]},
+                        {"time_to_exact_ms", sim["time_to_exact_ms"]}};
+    const nlohmann::json e_ttst = RelErr(get("ttst_ms"), m.ttst_ms);
+    const nlohmann::json e_tbt = RelErr(get("mean_tbt_ms"), m.mean_tbt_ms);
+    const nlohmann::json e_e2e = RelErr(get("e2e_ms"), m.e2e_ms);
+    nlohmann::json e_exact = nullptr;
+    if (m.time_to_exact_ms >= 0) e_exact = RelErr(get("time_to_exact_ms"), m.time_to_exact_ms);
+    row["error"] = {{"ttst", e_ttst}, {"mean_tbt", e_tbt}, {"e2e", e_e2e}, {"time_to_exact", e_exact}};
+    // Exactness must agree too: a request the testbed never saw exact should not be in the
+    // simulation either (and vice versa); a disagreement counts as a miss.
+    if (m.mode != Mode::kColocated) {  // colocated never transfers: nothing to agree on
+      row["exact_agrees"] = (m.time_to_exact_ms >= 0) == (get("time_to_exact_ms") >= 0);
+    }
+    Acc& a = acc[std::string(ModeName(m.mode))];
+    if (e_ttst.is_number()) a.ttst.push_back(std::abs(e_ttst.get<double>()));
+    const bool tbt_is_input = options.calibration == Calibration::kRecorded && m.mode == Mode::kColocated;
+    if (e_tbt.is_number() && !tbt_is_input) a.tbt.push_back(std::abs(e_tbt.get<double>()));
+    if (e_e2e.is_number()) a.e2e.push_back(std::abs(e_e2e.get<double>()));
+    if (e_exact.is_number()) a.exact.push_back(std::abs(e_exact.get<double>()));
+    rows.push_back(row);
+  }
+  auto sum = [](const std::vector<double>& v) -> nlohmann::json {
+    if (v.empty()) return {{"n", 0}};
+    double s = 0, mx = 0;
+    int within = 0;
+    for (double x : v) {
+      s += x;
+      mx = std::max(mx, x);
+      within += x <= kTarget ? 1 : 0;
+    }
+    return {{"n", v.size()}, {"mean_abs", s / v.size()}, {"max_abs", mx},
+            {"within_15pct", static_cast<double>(within) / v.size()}};
+  };
+  nlohmann::json summary = nlohmann::json::object();
+  for (const auto& [mode, a] : acc) {
+    summary[mode] = {{"ttst", sum(a.ttst)}, {"mean_tbt", sum(a.tbt)}, {"e2e", sum(a.e2e)},
+                     {"time_to_exact", sum(a.exact)}};
+  }
+  return nlohmann::json{
+      {"calibration", options.calibration == Calibration::kRecorded ? "recorded" : "preset"},
+      {"cpu", options.cpu.ToString()},
+      {"selection_stats", options.stats.name},
+      {"records", rows},
+      {"summary", summary}};
+}
+
+}  // namespace smartgen::sim

@@ -1,0 +1,89 @@
+#include "sim/link.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace smartgen::sim {
+namespace {
+
+constexpr double kGbps = 1.0;            // 125 MB/s
+constexpr double kBps = kGbps * 1e9 / 8;
+constexpr double kFrame = 64 * 1024;
+
+TEST(SimLink, ArrivalIsSerialisationPlusLatency) {
+  EventQueue q;
+  Link link(&q, {kGbps, 0.002, kFrame});
+  double arrived = -1;
+  link.Send(Path::kFull, 1e6, [&] { arrived = q.now(); });
+  q.RunAll();
+  EXPECT_NEAR(arrived, 1e6 / kBps + 0.002, 1e-12);
+  EXPECT_NEAR(link.bytes_sent(Path::kFull), 1e6, 1e-6);
+  EXPECT_NEAR(link.busy_seconds(), 1e6 / kBps, 1e-12);
+}
+
+TEST(SimLink, FifoWithinAClass) {
+  EventQueue q;
+  Link link(&q, {kGbps, 0, kFrame});
+  std::vector<int> order;
+  std::vector<double> at;
+  link.Send(Path::kProactive, 5e5, [&] { order.push_back(0); at.push_back(q.now()); });
+  link.Send(Path::kProactive, 5e5, [&] { order.push_back(1); at.push_back(q.now()); });
+  q.RunAll();
+  EXPECT_EQ(order, (std::vector<int>{0, 1}));
+  EXPECT_NEAR(at[1], 1e6 / kBps, 1e-12);
+}
+
+TEST(SimLink, OnDemandPreemptsSpeculativeAtTheFrameBoundary) {
+  EventQueue q;
+  Link link(&q, {kGbps, 0, kFrame});
+  double spec_done = -1, od_done = -1;
+  const double spec = 10e6, od = 64 * 1024;
+  link.Send(Path::kSpeculative, spec, [&] { spec_done = q.now(); });
+  // Posted 1.5 frames into the stream: waits for the end of frame 2.
+  const double posted = 1.5 * kFrame / kBps;
+  q.At(posted, [&] { link.Send(Path::kOnDemand, od, [&] { od_done = q.now(); }); });
+  q.RunAll();
+  EXPECT_NEAR(od_done, 2 * kFrame / kBps + od / kBps, 1e-9);
+  // The stream loses exactly the on-demand transfer's time; nothing is sent twice.
+  EXPECT_NEAR(spec_done, (spec + od) / kBps, 1e-9);
+  EXPECT_NEAR(link.total_bytes_sent(), spec + od, 1e-3);
+}
+
+TEST(SimLink, PriorityClassesOrderQueuedTransfers) {
+  EventQueue q;
+  Link link(&q, {kGbps, 0, kFrame});
+  std::vector<Path> order;
+  link.Send(Path::kControl, 64, [&] { order.push_back(Path::kControl); });
+  link.Send(Path::kSpeculative, 1e5, [&] { order.push_back(Path::kSpeculative); });
+  link.Send(Path::kProactive, 1e5, [&] { order.push_back(Path::kProactive); });
+  link.Send(Path::kOnDemand, 1e5, [&] { order.push_back(Path::kOnDemand); });
+  q.RunAll();
+  EXPECT_EQ(order, (std::vector<Path>{Path::kControl, Path::kOnDemand, Path::kProactive,
+                                       Path::kSpeculative}));
+}
+
+TEST(SimLink, CancelDropsTheUnsentPartAndItsCallback) {
+  EventQueue q;
+  Link link(&q, {kGbps, 0, kFrame});
+  bool ran = false;
+  const std::uint64_t id = link.Send(Path::kSpeculative, 1e6, [&] { ran = true; });
+  double unsent = -1;
+  q.At(0.25e6 / kBps, [&] { unsent = link.Cancel(id); });
+  q.RunAll();
+  EXPECT_FALSE(ran);
+  EXPECT_NEAR(unsent, 0.75e6, 1e-3);
+  EXPECT_NEAR(link.bytes_sent(Path::kSpeculative), 0.25e6, 1e-3);
+  EXPECT_EQ(link.Cancel(id), 0);
+}
+
+TEST(SimLink, EngineFrameRule) {
+  // 5 ms at 27.8 Mbit/s is below 64 KiB: a quarter of 64 KiB.
+  EXPECT_DOUBLE_EQ(EngineFrameBytes(0.0278), 16 * 1024);
+  // 5 ms at 25 Gbit/s is 15.6 MB: capped at the engine's 1 MiB frame.
+  EXPECT_DOUBLE_EQ(EngineFrameBytes(25), 1024 * 1024);
+  EXPECT_DOUBLE_EQ(EngineFrameBytes(0.4), 0.005 * 0.4e9 / 8 / 4);
+}
+
+}  // namespace
+}  // namespace smartgen::sim

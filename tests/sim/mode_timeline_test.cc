@@ -1,0 +1,209 @@
+// Mode timelines on cases that can be computed by hand from the cost model and the link.
+#include <gtest/gtest.h>
+
+#include "select/proactive.h"
+#include "sim/cluster.h"
+#include "sim/cost_model.h"
+#include "sim/report.h"
+#include "sim_test_util.h"
+
+namespace smartgen::sim {
+namespace {
+
+using testing::GbpsForRatio;
+using testing::OnePairSpec;
+using testing::RunOne;
+using testing::Ttft;
+using testing::Ttst;
+
+constexpr std::int64_t kPrompt = 2048;  // a multiple of the block size: no padding
+
+TEST(SimModes, ColocatedIsPrefillThenDenseSteps) {
+  const ClusterSpec spec = OnePairSpec(Mode::kColocated, 1);
+  const SimResult res = RunOne(spec, kPrompt, 5);
+  const SimRequest& r = *res.requests[0];
+  const CostModel c(spec.decode_hw, spec.model);
+  EXPECT_NEAR(Ttft(r), c.Prefill(kPrompt), 1e-12);
+  ASSERT_EQ(r.tokens.size(), 5u);
+  for (int i = 1; i < 5; ++i) {
+    EXPECT_NEAR(r.tokens[i] - r.tokens[i - 1], c.DecodeStep(1, kPrompt + i - 1), 1e-9) << i;
+  }
+  EXPECT_DOUBLE_EQ(r.bytes[static_cast<int>(Path::kFull)], 0);
+}
+
+TEST(SimModes, FullTtstIsBytesOverRatePlusLatencyPlusAStep) {
+  const double gbps = 0.5, lat = 0.002;
+  const ClusterSpec spec = OnePairSpec(Mode::kFull, gbps, lat);
+  const SimResult res = RunOne(spec, kPrompt, 3);
+  const SimRequest& r = *res.requests[0];
+  const CostModel c(spec.decode_hw, spec.model);
+  const double kv = spec.model.KvBytes(kPrompt);
+  EXPECT_NEAR(Ttft(r), c.Prefill(kPrompt), 1e-12);
+  // PrefillDone (64 B) overtakes the KV at its first frame boundary.
+  EXPECT_NEAR(Ttst(r), (kv + 64) / (gbps * 1e9 / 8) + lat + c.DecodeStep(1, kPrompt), 1e-9);
+  EXPECT_NEAR(r.exact - r.prefill_end, (kv + 64) / (gbps * 1e9 / 8) + lat, 1e-9);
+  EXPECT_NEAR(r.bytes[static_cast<int>(Path::kFull)], kv, 1e-6);
+}
+
+TEST(SimModes, LayerwiseOnASlowLinkStallsForTheTransferLeftAfterPrefill) {
+  ClusterSpec spec = OnePairSpec(Mode::kLayerwise, 1, 0.001);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
+  const SimResult res = RunOne(spec, kPrompt, 3);
+  const SimRequest& r = *res.requests[0];
+  const CostModel c(spec.prefill_hw, spec.model);
+  const double kv = spec.model.KvBytes(kPrompt);
+  const double bps = spec.options.link.gbps * 1e9 / 8;
+  // The link is busy from the end of layer 0 to the last byte (R = 4: it never catches up).
+  const double layer0 = c.PrefillLayer(0, kPrompt);
+  const double expected = layer0 + (kv + 64) / bps + 0.001 - c.Prefill(kPrompt) +
+                          c.DecodeStep(1, kPrompt);
+  EXPECT_NEAR(Ttst(r), expected, 1e-9);
+  // R = 0.5: the transfer hides behind prefill; only the last layer's push is left.
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 0.5);
+  const SimResult fast = RunOne(spec, kPrompt, 3);
+  const double last = spec.model.LayerKvBytes(29, kPrompt) / (spec.options.link.gbps * 1e9 / 8);
+  EXPECT_LT(Ttst(*fast.requests[0]), last + 0.001 + c.DecodeStep(1, kPrompt) + 1e-6 + 64 / bps);
+  EXPECT_GT(Ttst(*fast.requests[0]), c.DecodeStep(1, kPrompt));
+}
+
+TEST(SimModes, SmartgenAtLowRatioPushesEverythingProactively) {
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 0.5);
+  const SimResult res = RunOne(spec, kPrompt, 8);
+  const SimRequest& r = *res.requests[0];
+  ASSERT_GE(r.exact, 0);
+  EXPECT_DOUBLE_EQ(r.exact, r.kv_ready);  // exact when decoding starts
+  EXPECT_DOUBLE_EQ(r.bytes[static_cast<int>(Path::kOnDemand)], 0);
+  kv::KvGeometry g;
+  g.n_layers = 30;
+  g.n_kv_heads = 3;
+  g.head_dim = 64;
+  const auto plan = select::PlanProactiveBudget(g, kPrompt, 1LL << 40, nullptr, {});
+  EXPECT_NEAR(r.bytes[static_cast<int>(Path::kSummary)], static_cast<double>(plan.summary_bytes), 1);
+  EXPECT_NEAR(r.bytes[static_cast<int>(Path::kProactive)], r.full_kv_bytes, 1);
+}
+
+TEST(SimModes, SmartgenCutsTtstAtHighRatioAndCancelsTheRest) {
+  // R = 8 and 16 tokens: the request ends well before the link could carry the rest.
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 8);
+  const SimResult sg = RunOne(spec, kPrompt, 16);
+  spec.options.mode = Mode::kLayerwise;
+  const SimResult lw = RunOne(spec, kPrompt, 16);
+  const SimRequest& s = *sg.requests[0];
+  const SimRequest& l = *lw.requests[0];
+  EXPECT_LT(Ttst(s), 0.3 * Ttst(l));
+  // The proactive set is the select policy's budget: 0.85 of the link during prefill.
+  const CostModel c(spec.prefill_hw, spec.model);
+  const double budget = 0.85 * spec.options.link.gbps * 1e9 / 8 * c.Prefill(kPrompt);
+  const double pushed = s.bytes[static_cast<int>(Path::kSummary)] + s.bytes[static_cast<int>(Path::kProactive)];
+  EXPECT_LE(pushed, budget + 1);
+  EXPECT_GT(pushed, budget - 30 * 3 * 4096.0);  // within a block per (layer, head)
+  EXPECT_GT(s.bytes[static_cast<int>(Path::kOnDemand)], 0);
+  // The request ends before the stream: fewer bytes than the full KV, the rest never sent.
+  const nlohmann::json rec = RequestRecord(s);
+  EXPECT_LT(rec["bytes_over_full"].get<double>(), 1.0);
+  EXPECT_GT(s.cancelled_bytes, 0);
+  EXPECT_LT(s.exact, 0);
+}
+
+TEST(SimModes, SmartgenBecomesExactWithALongOutput) {
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
+  const SimResult sg = RunOne(spec, kPrompt, 2000);
+  const SimRequest& s = *sg.requests[0];
+  ASSERT_GE(s.exact, 0);
+  spec.options.mode = Mode::kLayerwise;
+  const SimResult lw = RunOne(spec, kPrompt, 3);
+  // Exact soon after layerwise's transfer completes; every byte once plus summaries and the
+  // few duplicates of blocks fetched while their speculative batch was on the wire.
+  EXPECT_LT(s.exact, 1.15 * lw.requests[0]->exact);
+  const double over = RequestRecord(s)["bytes_over_full"].get<double>();
+  EXPECT_GT(over, 1.0);
+  EXPECT_LT(over, 1.06);
+  // After exact the steps are dense: the last gaps are colocated-speed steps.
+  const CostModel c(spec.decode_hw, spec.model);
+  EXPECT_NEAR(s.tokens.back() - s.tokens[s.tokens.size() - 2], c.DecodeStep(1, kPrompt + 1998), 1e-9);
+}
+
+TEST(SimModes, BoundedWaitKeepsStepsShortAndLeavesLateBlocksOut) {
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
+  const SimResult landed = RunOne(spec, kPrompt, 64);
+  spec.options.smartgen.wait = WaitPolicy::kBounded;
+  const SimResult bounded = RunOne(spec, kPrompt, 64);
+  const nlohmann::json a = RequestRecord(*landed.requests[0]);
+  const nlohmann::json b = RequestRecord(*bounded.requests[0]);
+  const CostModel c(spec.decode_hw, spec.model);
+  EXPECT_LT(b["mean_tbt_ms"].get<double>(), a["mean_tbt_ms"].get<double>());
+  // Each layer waits at most its compute plus the slack beyond the dense step's work.
+  EXPECT_LT(b["mean_tbt_ms"].get<double>(), 1.5 * c.DecodeStep(1, kPrompt + 32) * 1e3);
+  EXPECT_LT(b["ttst_ms"].get<double>(), a["ttst_ms"].get<double>());
+  EXPECT_NEAR(a["present_share"].get<double>(), 1.0, 1e-9);
+  EXPECT_LT(b["present_share"].get<double>(), 1.0);
+  EXPECT_GT(b["present_share"].get<double>(), 0.5);
+}
+
+TEST(SimModes, AutoPicksLayerwiseWhenTheLinkHidesTheTransfer) {
+  ClusterSpec spec = OnePairSpec(Mode::kAuto, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 0.5);
+  EXPECT_EQ(RunOne(spec, kPrompt, 3).requests[0]->mode, Mode::kLayerwise);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
+  EXPECT_EQ(RunOne(spec, kPrompt, 3).requests[0]->mode, Mode::kSmartgen);
+}
+
+TEST(SimCluster, ColocatedPrefillsStallTheBatch) {
+  const ClusterSpec spec = OnePairSpec(Mode::kColocated, 1);
+  const SimResult res = RunOne(spec, kPrompt, 4, 2);
+  const CostModel c(spec.decode_hw, spec.model);
+  const double p = c.Prefill(kPrompt);
+  EXPECT_NEAR(Ttft(*res.requests[1]), 2 * p, 1e-9);
+  // Request 0 waits for request 1's prefill, then both decode in one batch.
+  EXPECT_NEAR(Ttst(*res.requests[0]), p + c.DecodeStep(2, kPrompt), 1e-9);
+  EXPECT_NEAR(res.requests[0]->tokens[2] - res.requests[0]->tokens[1], c.DecodeStep(2, kPrompt + 1), 1e-9);
+}
+
+TEST(SimCluster, ASharedLinkSerialisesTransfersThatPairLinksRunInParallel) {
+  ClusterSpec spec = OnePairSpec(Mode::kFull, 0.2, 0);
+  spec.options.n_prefill = spec.options.n_decode = 2;
+  const SimResult pair = RunOne(spec, kPrompt, 2, 2);
+  spec.options.topology = Topology::kShared;
+  const SimResult shared = RunOne(spec, kPrompt, 2, 2);
+  EXPECT_EQ(pair.requests[1]->prefill_node, 1);
+  EXPECT_EQ(pair.requests[1]->decode_node, 1);
+  const double kv_s = spec.model.KvBytes(kPrompt) / (0.2e9 / 8);
+  EXPECT_NEAR(Ttst(*shared.requests[1]) - Ttst(*pair.requests[1]), kv_s, 1e-3 * kv_s);
+  EXPECT_NEAR(Ttst(*shared.requests[0]), Ttst(*pair.requests[0]), 1e-3 * kv_s);
+  const nlohmann::json sum = Summarize(shared, {});
+  EXPECT_EQ(sum["links"].size(), 1u);
+  EXPECT_NEAR(sum["links"][0]["bytes"].get<double>(), 2 * spec.model.KvBytes(kPrompt) + 128, 1);
+}
+
+TEST(SimCluster, RejectsAClusterItCannotRun) {
+  ClusterSpec spec = OnePairSpec(Mode::kFull, 0);
+  WorkloadOptions w;
+  EXPECT_EQ(RunCluster(spec, FixedBatch(1, 0, w)).status().code(), StatusCode::kInvalidArgument);
+  spec.options.link.gbps = 1;
+  EXPECT_FALSE(RunCluster(spec, {}).ok());
+  spec.options.n_decode = 0;
+  EXPECT_FALSE(RunCluster(spec, FixedBatch(1, 0, w)).ok());
+}
+
+TEST(SimReport, GoodputCountsOnlyRequestsMeetingEveryTarget) {
+  ClusterSpec spec = OnePairSpec(Mode::kFull, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 2);
+  const SimResult res = RunOne(spec, kPrompt, 4, 3);
+  const double ttst1 = Ttst(*res.requests[0]) * 1e3;
+  Slo slo;
+  slo.ttst_ms = ttst1 * 1.01;  // the first request meets it, the queued ones do not
+  const nlohmann::json s = Summarize(res, slo);
+  EXPECT_EQ(s["completed"].get<int>(), 3);
+  EXPECT_GE(s["goodput"]["requests_meeting_slo"].get<int>(), 1);
+  EXPECT_LT(s["goodput"]["requests_meeting_slo"].get<int>(), 3);
+  EXPECT_EQ(s["ttst_ms"]["n"].get<int>(), 3);
+  EXPECT_GT(s["links"][0]["utilisation"].get<double>(), 0.3);
+  EXPECT_LE(s["links"][0]["utilisation"].get<double>(), 1.0);
+}
+
+}  // namespace
+}  // namespace smartgen::sim

@@ -1,0 +1,112 @@
+#include "sim/model_shape.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "model/synthetic_model.h"
+#include "sim/cost_model.h"
+#include "sim/hardware.h"
+
+namespace smartgen::sim {
+namespace {
+
+TEST(ModelShape, Llama8BFiguresFromTheDesign) {
+  auto s = ModelShapeByName("llama-3.1-8b");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  // DESIGN.md section 1: 128 KiB of KV per token; 48K tokens are 6 GiB.
+  EXPECT_DOUBLE_EQ(s->KvBytes(1), 128 * 1024);
+  EXPECT_NEAR(s->KvBytes(48 * 1024) / (1024.0 * 1024 * 1024), 6.0, 1e-9);
+  // 8.03 B parameters, untied output.
+  const double params = s->n_layers * s->LayerParams() + 2 * s->EmbeddingParams();
+  EXPECT_NEAR(params / 1e9, 8.03, 0.01);
+  EXPECT_EQ(s->n_sliding_layers(), 0);
+}
+
+TEST(ModelShape, SmolLm2FromTheModelPresets) {
+  auto s = ModelShapeByName("smollm2-135m");
+  ASSERT_TRUE(s.ok());
+  // DESIGN.md section 11: 30 layers x 3 KV heads x 64 x 2 x 2 B per token; 4096 tokens 94 MB.
+  EXPECT_DOUBLE_EQ(s->KvBytes(1), 30 * 3 * 64 * 2 * 2);
+  EXPECT_NEAR(s->KvBytes(4096) / 1e6, 94.4, 0.1);
+}
+
+TEST(ModelShape, GemmaSlidingLayersHoldOnlyTheirWindow) {
+  auto s = ModelShapeByName("gemma-3-12b");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->n_sliding_layers(), 40);  // 5 local : 1 global over 48 layers
+  EXPECT_FALSE(s->Sliding(5));
+  EXPECT_TRUE(s->Sliding(0));
+  const double per_layer_token = 2.0 * 8 * 256 * 2;
+  EXPECT_DOUBLE_EQ(s->KvBytes(60000), per_layer_token * (8 * 60000.0 + 40 * 1024.0));
+  EXPECT_DOUBLE_EQ(s->KvBytes(512), per_layer_token * 48 * 512);
+}
+
+TEST(ModelShape, PresetSlidingWindowsFollowTheArchitecture) {
+  auto s = ModelShapeByName("gemma3-1b");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->sliding_window, model::FindPreset("gemma3-1b")->sliding_window);
+  EXPECT_EQ(s->n_sliding_layers(), 26 - 26 / 6);  // layers 5, 11, 17, 23 are global
+}
+
+TEST(ModelShape, PrefillAttentionFlopsCountEveryQueryKeyPair) {
+  ModelShape s = *ModelShapeByName("gemma-3-12b");
+  for (std::int64_t n : {1, 7, 1024, 1500}) {
+    for (int layer : {0, 5}) {
+      double pairs = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        pairs += s.Sliding(layer) ? std::min<std::int64_t>(i + 1, s.sliding_window) : i + 1;
+      }
+      EXPECT_DOUBLE_EQ(s.LayerPrefillAttentionFlops(layer, n), 4.0 * s.q_dim() * pairs)
+          << n << " " << layer;
+    }
+  }
+}
+
+TEST(ModelShape, UnknownNamesListTheKnownOnes) {
+  auto s = ModelShapeByName("no-such-model");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(s.status().message().find("qwen3-14b"), std::string::npos);
+}
+
+TEST(ModelShape, FromGgufMetadataMatchesThePreset) {
+  const model::ModelPreset* p = model::FindPreset("tiny-qwen3");
+  ASSERT_NE(p, nullptr);
+  model::SyntheticModelSpec spec;
+  spec.preset = *p;
+  spec.out = (std::filesystem::path(::testing::TempDir()) / "sim_tiny_qwen3.gguf").string();
+  ASSERT_TRUE(model::WriteSyntheticModel(spec).ok());
+  auto s = ModelShapeFromGguf(spec.out);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const ModelShape ref = FromModelPreset(*p);
+  EXPECT_EQ(s->n_layers, ref.n_layers);
+  EXPECT_EQ(s->n_embd, ref.n_embd);
+  EXPECT_EQ(s->n_heads, ref.n_heads);
+  EXPECT_EQ(s->n_kv_heads, ref.n_kv_heads);
+  EXPECT_EQ(s->head_dim, ref.head_dim);
+  EXPECT_EQ(s->n_ff, ref.n_ff);
+  EXPECT_EQ(s->n_vocab, ref.n_vocab);
+  EXPECT_DOUBLE_EQ(s->KvBytes(100), ref.KvBytes(100));
+  // Weight bytes are the file's tensors: about 2 bytes per parameter for f16 matrices.
+  EXPECT_GT(s->WeightBytes(), 0.9 * ref.WeightBytes());
+  EXPECT_LT(s->WeightBytes(), 1.6 * ref.WeightBytes());
+  EXPECT_FALSE(ModelShapeFromGguf(spec.out + ".missing").ok());
+}
+
+TEST(CostModel, DecodeIsMemoryBoundAndPrefillComputeBound) {
+  const ModelShape s = *ModelShapeByName("llama-3.1-8b");
+  const Hardware a100 = *HardwareByName("a100-80g");
+  const CostModel c(a100, s);
+  // One dense step at a short context streams the weights: bytes / effective bandwidth.
+  const double weights = s.WeightBytes();
+  const double floor = weights / a100.decode_bytes_per_s();
+  EXPECT_GT(c.DecodeStep(1, 16), floor);
+  EXPECT_LT(c.DecodeStep(1, 16), floor * 1.1);
+  // A long prefill is FLOP-bound: FLOPs / effective FLOP/s, within the per-layer overheads.
+  const double t = s.PrefillFlops(8192) / a100.prefill_flops();
+  EXPECT_NEAR(c.Prefill(8192), t, 0.02 * t);
+}
+
+}  // namespace
+}  // namespace smartgen::sim
