@@ -10,6 +10,14 @@ scripts/build.sh build
 JOBS="${SMARTGEN_TEST_JOBS:-2}"
 (cd build && ctest --output-on-failure --no-tests=error -j "$JOBS" --timeout 600)
 
+# The fuzz targets, bounded: clang-14 build of just those targets in build-fuzz, the harness
+# check, then each target SMARTGEN_FUZZ_SECONDS s (scripts/fuzz.sh); any crash or sanitizer
+# report fails the run.
+if [ "${SMARTGEN_SKIP_FUZZ:-0}" != "1" ]; then
+  echo "== fuzz (bounded) =="
+  scripts/fuzz.sh "${SMARTGEN_FUZZ_SECONDS:-20}"
+fi
+
 if [ "${SMARTGEN_SKIP_ASAN:-0}" != "1" ]; then
   echo "== sanitizer pass (ASan + LSan + UBSan) =="
   # Only the binaries that run here are built (-O1: fast enough to build and to run).
