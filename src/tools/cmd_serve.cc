@@ -105,12 +105,29 @@ void AddHttpFlags(CLI::App& cmd, server::HttpServerOptions& h) {
   cmd.add_option("--host", h.host, "HTTP host (loopback by default)")->capture_default_str();
   cmd.add_option("--port", h.port, "HTTP port (0 = any)")->capture_default_str();
   cmd.add_option("--api-key", h.api_key, "require Authorization: Bearer <key>");
-  cmd.add_option("--max-concurrent", h.max_concurrent, "generations at once; more get 429")
+  cmd.add_option("--max-concurrent", h.max_concurrent, "generations at once; more wait in line")
       ->capture_default_str();
   cmd.add_option("--max-body-bytes", h.max_body_bytes, "largest request body")->capture_default_str();
   cmd.add_option_function<double>(
       "--request-timeout", [&h](double s) { h.request_timeout = core::Seconds(s); },
       "seconds a request may take, arrival to last token (default 600)");
+  cmd.add_option("--max-queued", h.max_queued,
+                 "requests that may wait for a generation slot; more get 429 with Retry-After")
+      ->capture_default_str();
+  cmd.add_option_function<double>(
+      "--queue-timeout", [&h](double s) { h.queue_timeout = core::Seconds(s); },
+      "seconds a request may wait for a slot before 429 (default 30)");
+  cmd.add_option_function<double>(
+      "--header-timeout", [&h](double s) { h.header_timeout = core::Seconds(s); },
+      "seconds a client has to send its request line and headers (default 10)");
+  cmd.add_option_function<double>(
+      "--body-timeout", [&h](double s) { h.body_timeout = core::Seconds(s); },
+      "seconds a client has to send its request body (default 30)");
+  cmd.add_option("--max-connections", h.max_connections,
+                 "open client connections; past it the longest idle is closed")
+      ->capture_default_str();
+  cmd.add_option("--tls-cert", h.tls_cert_file, "PEM certificate chain: serve HTTPS (with --tls-key)");
+  cmd.add_option("--tls-key", h.tls_key_file, "PEM private key of --tls-cert");
 }
 
 Status ServeHttp(server::CompletionBackend* backend, const server::HttpServerOptions& options) {
