@@ -16,6 +16,13 @@ Seconds CostModel::PrefillLayer(int layer, std::int64_t n) const {
   return Roofline(flops, bytes);
 }
 
+Seconds CostModel::PrefillLayerKvReady(int layer, std::int64_t n) const {
+  const double tokens = static_cast<double>(n);
+  const double qkv = 2.0 * tokens * shape_.n_embd * (shape_.q_dim() + 2.0 * shape_.kv_dim());
+  const double all = shape_.LayerLinearFlopsPerToken() * tokens + shape_.LayerPrefillAttentionFlops(layer, n);
+  return all > 0 ? PrefillLayer(layer, n) * qkv / all : 0.0;
+}
+
 Seconds CostModel::PrefillOutput() const {
   return Roofline(shape_.OutputFlopsPerToken(), shape_.OutputWeightBytes());
 }

@@ -31,6 +31,10 @@ class CostModel {
   // Prefill of tokens [0, n) in `layer`, and all of it (layers + output head).
   Seconds PrefillLayer(int layer, std::int64_t n) const;
   Seconds Prefill(std::int64_t n) const;
+  // Time from the start of `layer`'s prefill until its K/V rows are in the cache: the share of
+  // the layer's FLOPs in its QKV projection (model/forward.h: on_layer_kv runs before
+  // attention and FFN).
+  Seconds PrefillLayerKvReady(int layer, std::int64_t n) const;
   // The output head of the last prompt token.
   Seconds PrefillOutput() const;
 

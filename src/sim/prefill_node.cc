@@ -106,13 +106,18 @@ void PrefillNode::RunLayer(SimRequest* r, int layer) {
     t += flops / cost_->hardware().prefill_flops();
   }
   if (layer + 1 == shape.n_layers) t += cost_->PrefillOutput();  // logits of the last token
-  queue_->After(t, [this, r, layer] {
+  // The layer's K/V rows are in the cache after its QKV projection, before attention and FFN
+  // (model/forward.h on_layer_kv): pushes start then.
+  queue_->After(cost_->PrefillLayerKvReady(layer, r->prompt_tokens), [this, r, layer] {
     const ModelShape& s = cost_->shape();
     if (r->mode == Mode::kLayerwise) Push(r, Path::kLayerwise, s.LayerKvBytes(layer, r->prompt_tokens), true);
     if (r->mode == Mode::kSmartgen) {
       if (summary_bytes_[layer] > 0) Push(r, Path::kSummary, summary_bytes_[layer], true);
       Push(r, Path::kProactive, proactive_bytes_[layer], true);
     }
+  });
+  queue_->After(t, [this, r, layer] {
+    const ModelShape& s = cost_->shape();
     if (layer + 1 < s.n_layers) {
       RunLayer(r, layer + 1);
       return;

@@ -53,17 +53,20 @@ TEST(SimModes, LayerwiseOnASlowLinkStallsForTheTransferLeftAfterPrefill) {
   const CostModel c(spec.prefill_hw, spec.model);
   const double kv = spec.model.KvBytes(kPrompt);
   const double bps = spec.options.link.gbps * 1e9 / 8;
-  // The link is busy from the end of layer 0 to the last byte (R = 4: it never catches up).
-  const double layer0 = c.PrefillLayer(0, kPrompt);
+  // The link is busy from layer 0's K/V (after its QKV projection) to the last byte (R = 4:
+  // it never catches up).
+  const double layer0 = c.PrefillLayerKvReady(0, kPrompt);
+  EXPECT_GT(layer0, 0.05 * c.PrefillLayer(0, kPrompt));
+  EXPECT_LT(layer0, 0.5 * c.PrefillLayer(0, kPrompt));
   const double expected = layer0 + (kv + 64) / bps + 0.001 - c.Prefill(kPrompt) +
                           c.DecodeStep(1, kPrompt);
   EXPECT_NEAR(Ttst(r), expected, 1e-9);
-  // R = 0.5: the transfer hides behind prefill; only the last layer's push is left.
+  // R = 0.5: the transfer hides behind prefill (the last layer's K/V leaves while that layer's
+  // attention and FFN run): token 2 waits only for PrefillDone's trip.
   spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 0.5);
   const SimResult fast = RunOne(spec, kPrompt, 3);
-  const double last = spec.model.LayerKvBytes(29, kPrompt) / (spec.options.link.gbps * 1e9 / 8);
-  EXPECT_LT(Ttst(*fast.requests[0]), last + 0.001 + c.DecodeStep(1, kPrompt) + 1e-6 + 64 / bps);
-  EXPECT_GT(Ttst(*fast.requests[0]), c.DecodeStep(1, kPrompt));
+  const double fast_bps = spec.options.link.gbps * 1e9 / 8;
+  EXPECT_NEAR(Ttst(*fast.requests[0]), 64 / fast_bps + 0.001 + c.DecodeStep(1, kPrompt), 1e-9);
 }
 
 TEST(SimModes, SmartgenAtLowRatioPushesEverythingProactively) {
