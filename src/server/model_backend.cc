@@ -49,13 +49,26 @@ Result<GenerationResult> ModelBackend::Generate(const GenerationRequest& request
                       request.prompt.size(), request.max_tokens, context_length());
   }
   core::Stopwatch queue_watch;
+  const auto cancelled_now = [&] { return request.cancel && request.cancel->cancelled(); };
   {
+    // A request cancelled while it waits for the engine leaves at once. Lock order: the
+    // signal's, then mu_; declared before the lock, the subscription ends after its release.
+    CancelSignal::Subscription wake;
+    if (request.cancel) {
+      wake = request.cancel->OnCancel([this] {
+        std::lock_guard<std::mutex> lock(mu_);
+        idle_cv_.notify_all();
+      });
+    }
     std::unique_lock<std::mutex> lock(mu_);
     const auto until =
         std::chrono::steady_clock::now() + std::chrono::nanoseconds(request.deadline.Remaining());
-    if (!idle_cv_.wait_until(lock, until, [&] { return !busy_; })) {
+    if (!idle_cv_.wait_until(lock, until, [&] { return !busy_ || cancelled_now(); })) {
       return DeadlineExceeded("request {} waited past its deadline for the engine",
                               request.request_id);
+    }
+    if (cancelled_now()) {
+      return Cancelled("request {} was cancelled while waiting for the engine", request.request_id);
     }
     busy_ = true;
   }
@@ -77,7 +90,7 @@ Result<GenerationResult> ModelBackend::Generate(const GenerationRequest& request
       expired = true;
       return false;
     }
-    if (!on_token(token)) {
+    if (!on_token(token) || cancelled_now()) {
       cancelled = true;
       return false;
     }

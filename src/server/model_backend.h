@@ -2,7 +2,8 @@
 // model::Generate, one request at a time (others wait for the engine, up to their deadline).
 // It is the `colocated` reference: the simplest correct backend, used by the server tests and
 // for serving a model without the disaggregated nodes. It does no batching; the node layer's
-// backends do.
+// backends do. A request cancelled (GenerationRequest::cancel) while it waits for the engine
+// leaves the wait at once; a running one stops at its next token.
 //
 // Transfer modes: "" and "colocated" only; any other mode is kUnimplemented (HTTP 400).
 // Stats returned per request: mode, n_prompt, n_generated, queue_ms, prefill_ms, decode_ms.

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <thread>
 
 #include "model/presets.h"
 #include "model/synthetic_model.h"
@@ -131,6 +133,46 @@ TEST_F(ModelBackendTest, ConcurrentRequestsAreServedOneAfterAnother) {
     const auto prompt = backend_->tokenizer().Encode("request " + std::to_string(i), true, true);
     EXPECT_EQ(r.body_json["smartgen"]["token_ids"], json(DirectTokens(prompt, 6)));
   }
+}
+
+// The backend side of a client disconnect: a request cancelled while another holds the
+// engine leaves its wait at once; a running one stops at its next token.
+TEST_F(ModelBackendTest, CancelSignalEndsAWaitForTheEngineAndARunningRequest) {
+  std::promise<void> first_token;
+  std::atomic<bool> release{false};
+  GenerationRequest holder;
+  holder.prompt = {1, 2, 3};
+  holder.max_tokens = 64;
+  holder.cancel = std::make_shared<CancelSignal>();
+  int held_tokens = 0;
+  auto running = std::async(std::launch::async, [&] {
+    return backend_->Generate(holder, [&](std::int32_t) {
+      if (++held_tokens == 1) first_token.set_value();
+      const core::Deadline limit = core::Deadline::After(core::Seconds(10));
+      while (!release && !limit.Expired())
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return true;
+    });
+  });
+  first_token.get_future().wait();  // the engine is busy now
+  GenerationRequest waiter;
+  waiter.prompt = {4, 5};
+  waiter.max_tokens = 4;
+  waiter.deadline = core::Deadline::After(core::Seconds(20));
+  waiter.cancel = std::make_shared<CancelSignal>();
+  auto waiting = std::async(std::launch::async, [&] {
+    return backend_->Generate(waiter, [](std::int32_t) { return true; });
+  });
+  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  waiter.cancel->Cancel();
+  const Result<GenerationResult> left = waiting.get();  // without the engine ever coming free
+  EXPECT_EQ(left.status().code(), StatusCode::kCancelled) << left.status().ToString();
+  holder.cancel->Cancel();
+  release = true;
+  const Result<GenerationResult> stopped = running.get();
+  ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+  EXPECT_EQ(stopped->finish_reason, "cancelled");
+  EXPECT_LT(held_tokens, 64);
 }
 
 }  // namespace
