@@ -9,7 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libpcre2-dev libxxhash-dev libucx-dev ucx-utils libopenblas-dev libcpp-httplib-dev libssl-dev
-  iproute2 iperf3 curl procps openssl
+  zlib1g-dev iproute2 iperf3 curl procps openssl
   clang-14 libclang-rt-14-dev
   python3 python3-matplotlib
 )
