@@ -9,7 +9,7 @@
 namespace smartgen::kernels {
 namespace {
 
-int Nearest(float x) { return static_cast<int>(std::lround(x)); }
+int RoundToInt(float x) { return static_cast<int>(std::lround(x)); }
 
 // The 6-bit scale j (< 16) of a Q3_K block, before the -32 offset.
 int Q3KScale(const std::uint8_t* s, int j) {
@@ -104,13 +104,13 @@ void QuantizeRowQ2_K(const float* x, BlockQ2_K* out, std::int64_t n) {
     const float d = F16ToF32(b.d), dmin = F16ToF32(b.dmin);
     std::memset(b.qs, 0, sizeof(b.qs));
     for (int s = 0; s < 16; ++s) {
-      const int ls = d > 0 ? std::clamp(Nearest(scale[s] / d), 0, 15) : 0;
-      const int lm = dmin > 0 ? std::clamp(Nearest(min[s] / dmin), 0, 15) : 0;
+      const int ls = d > 0 ? std::clamp(RoundToInt(scale[s] / d), 0, 15) : 0;
+      const int lm = dmin > 0 ? std::clamp(RoundToInt(min[s] / dmin), 0, 15) : 0;
       b.scales[s] = static_cast<std::uint8_t>(ls | (lm << 4));
       const float step = d * static_cast<float>(ls), offset = dmin * static_cast<float>(lm);
       for (int l = 0; l < 16; ++l) {
         const int e = elem(s, l);
-        const int q = step > 0 ? std::clamp(Nearest((x[e] + offset) / step), 0, 3) : 0;
+        const int q = step > 0 ? std::clamp(RoundToInt((x[e] + offset) / step), 0, 3) : 0;
         const int byte = 32 * (e / 128) + e % 32, shift = 2 * ((e % 128) / 32);
         b.qs[byte] = static_cast<std::uint8_t>(b.qs[byte] | (q << shift));
       }
@@ -139,7 +139,7 @@ void QuantizeRowQ3_K(const float* x, BlockQ3_K* out, std::int64_t n) {
     std::memset(b.hmask, 0, sizeof(b.hmask));
     std::memset(b.scales, 0, sizeof(b.scales));
     for (int s = 0; s < 16; ++s) {
-      const int ls = d > 0 ? std::clamp(Nearest(scale[s] / d), -32, 31) : 0;
+      const int ls = d > 0 ? std::clamp(RoundToInt(scale[s] / d), -32, 31) : 0;
       const int u = ls + 32;
       if (s < 8) {
         b.scales[s] = static_cast<std::uint8_t>(b.scales[s] | (u & 0xF));
@@ -150,7 +150,7 @@ void QuantizeRowQ3_K(const float* x, BlockQ3_K* out, std::int64_t n) {
       const float step = d * static_cast<float>(ls);
       for (int l = 0; l < 16; ++l) {
         const int e = elem(s, l);
-        const int q = step != 0 ? std::clamp(Nearest(x[e] / step), -4, 3) + 4 : 4;
+        const int q = step != 0 ? std::clamp(RoundToInt(x[e] / step), -4, 3) + 4 : 4;
         const int byte = 32 * (e / 128) + e % 32, j = (e % 128) / 32;
         b.qs[byte] = static_cast<std::uint8_t>(b.qs[byte] | ((q & 3) << (2 * j)));
         if (q >= 4) b.hmask[e % 32] = static_cast<std::uint8_t>(b.hmask[e % 32] | (1 << (4 * (e / 128) + j)));
@@ -179,8 +179,8 @@ void QuantizeRowQ5_K(const float* x, BlockQ5_K* out, std::int64_t n) {
     std::memset(b.qh, 0, sizeof(b.qh));
     std::uint8_t q[kQK_K];
     for (int j = 0; j < 8; ++j) {
-      const int ls = d > 0 ? std::clamp(Nearest(scale[j] / d), 0, 63) : 0;
-      const int lm = dmin > 0 ? std::clamp(Nearest(min[j] / dmin), 0, 63) : 0;
+      const int ls = d > 0 ? std::clamp(RoundToInt(scale[j] / d), 0, 63) : 0;
+      const int lm = dmin > 0 ? std::clamp(RoundToInt(min[j] / dmin), 0, 63) : 0;
       if (j < 4) {
         b.scales[j] = static_cast<std::uint8_t>(ls);
         b.scales[j + 4] = static_cast<std::uint8_t>(lm);
@@ -192,7 +192,7 @@ void QuantizeRowQ5_K(const float* x, BlockQ5_K* out, std::int64_t n) {
       const float step = d * static_cast<float>(ls), offset = dmin * static_cast<float>(lm);
       for (int l = 0; l < 32; ++l) {
         const float v = step > 0 ? (x[32 * j + l] + offset) / step : 0.0f;
-        q[32 * j + l] = static_cast<std::uint8_t>(std::clamp(Nearest(v), 0, 31));
+        q[32 * j + l] = static_cast<std::uint8_t>(std::clamp(RoundToInt(v), 0, 31));
       }
     }
     for (int g = 0; g < 4; ++g) {
