@@ -1,6 +1,7 @@
 // Request bodies: the limit holds while reading (chunked or not), bodies that are framed
 // wrongly are refused without being read, and a refused body never reaches the backend.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -136,6 +137,71 @@ TEST(BodyLimits, WronglyFramedBodiesAreRefusedUnread) {
   EXPECT_EQ(s.backend().calls(), 0);
   // The server is unharmed.
   EXPECT_EQ(PostJson(s.port(), "/v1/completions", {{"prompt", "x"}}).status, 200);
+}
+
+// gzip of `n` spaces: a few kilobytes that decode to n bytes.
+std::string GzipOfSpaces(std::size_t n) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
+  const std::string in(n, ' ');
+  std::string out(deflateBound(&z, in.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// A compressed body is limited by what it decodes to: 64 MB of spaces in ~64 KB of gzip.
+TEST(BodyLimits, CompressedBodyIsLimitedByItsDecodedSize) {
+  HttpServerOptions options;
+  options.max_body_bytes = std::size_t{1} << 20;
+  ScriptedServer s(options);
+  const std::string bomb = GzipOfSpaces(std::size_t{64} << 20);
+  ASSERT_LT(bomb.size(), options.max_body_bytes);  // it passes the declared-length check
+  const std::int64_t before = core::CurrentRssBytes();
+  const std::string r = Exchange(s.port(),
+                                 RequestHead("POST", "/v1/completions",
+                                             "Content-Type: application/json\r\n"
+                                             "Content-Encoding: gzip\r\nContent-Length: " +
+                                                 std::to_string(bomb.size()) + "\r\n"),
+                                 bomb);
+  EXPECT_EQ(StatusOf(r), 413) << r.substr(0, 300);
+  EXPECT_LT(core::CurrentRssBytes() - before, std::int64_t{32} << 20);
+  // A small compressed body that decodes within the limit is served.
+  const std::string json = R"({"prompt": "hi", "max_tokens": 2})";
+  z_stream z{};
+  ASSERT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string gz(deflateBound(&z, json.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(json.data()));
+  z.avail_in = static_cast<uInt>(json.size());
+  z.next_out = reinterpret_cast<Bytef*>(gz.data());
+  z.avail_out = static_cast<uInt>(gz.size());
+  ASSERT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  gz.resize(z.total_out);
+  deflateEnd(&z);
+  const std::string ok = Exchange(s.port(),
+                                  RequestHead("POST", "/v1/completions",
+                                              "Content-Encoding: gzip\r\nContent-Length: " +
+                                                  std::to_string(gz.size()) + "\r\n"),
+                                  gz);
+  EXPECT_EQ(StatusOf(ok), 200) << ok;
+}
+
+// A body that trickles in slower than body_timeout is a 400 and the connection is closed,
+// so a slow body holds a worker for at most that long.
+TEST(BodyLimits, BodyNotCompleteByTheBodyTimeoutIs400) {
+  HttpServerOptions options;
+  options.body_timeout = core::Millis(300);
+  ScriptedServer s(options);
+  RawClient c(s.port());
+  c.Send(RequestHead("POST", "/v1/completions", "Content-Length: 100\r\n") + "{\"prompt\": ");
+  EXPECT_EQ(StatusOf(c.ReadUntil(HasWholeResponse)), 400) << c.received();
+  EXPECT_TRUE(c.ReadUntilClosed(core::Seconds(5)));
+  EXPECT_EQ(s.backend().calls(), 0);
 }
 
 }  // namespace

@@ -186,5 +186,17 @@ TEST(SlowClients, PastTheConnectionCapTheOldestIsClosedFirst) {
   EXPECT_EQ(PostJson(s.port(), "/v1/completions", {{"prompt", "x"}}).status, 200);
 }
 
+TEST(SlowClients, IdleKeepAliveConnectionIsClosedAfterTheKeepAliveTimeout) {
+  ScriptedServer s;  // keep_alive_timeout_s = 1 (test_util.cc)
+  RawClient c(s.port());
+  c.Send(RequestHead("GET", "/health"));
+  EXPECT_EQ(StatusOf(c.ReadUntil(HasHead)), 200);
+  EXPECT_TRUE(c.ReadUntilClosed(core::Seconds(5)));
+  EXPECT_TRUE(WaitFor([&] {
+    return Metric(s.Metrics(),
+                  "smartgen_server_connections_closed_total{reason=\"idle_timeout\"}") >= 1;
+  }));
+}
+
 }  // namespace
 }  // namespace smartgen::server::testing
