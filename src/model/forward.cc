@@ -311,9 +311,20 @@ void Forward::Attention(std::span<ForwardChunk> chunks, int layer) {
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     if (chunks[i].attention != nullptr) continue;
     const std::int64_t n = static_cast<std::int64_t>(chunks[i].tokens.size());
+    const std::int64_t window_start = c.LayerKvStart(layer, chunk_first_pos_[i]);
     for (int hd = 0; hd < c.n_kv_heads; ++hd) {
-      refs[i * c.n_kv_heads + hd].clear();  // AllRefs appends
-      chunks[i].kv->AllRefs(layer, hd, &refs[i * c.n_kv_heads + hd]);
+      std::vector<kernels::KvBlockRef>& list = refs[i * c.n_kv_heads + hd];
+      list.clear();  // AllRefs appends
+      chunks[i].kv->AllRefs(layer, hd, &list);
+      if (window_start > 0) {
+        // A sliding layer: blocks wholly before the chunk's first window hold no visible key
+        // (the kernels mask the rest); positions increase along the list.
+        std::size_t keep = 0;
+        while (keep < list.size() && list[keep].first_pos + list[keep].n_tokens <= window_start) {
+          ++keep;
+        }
+        list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(keep));
+      }
       for (std::int64_t t = 0; t < n; t += kAttentionTile) {
         const std::int64_t t_end = std::min(n, t + kAttentionTile);
         items.push_back({static_cast<std::int32_t>(i), hd, t, t_end});

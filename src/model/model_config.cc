@@ -87,6 +87,11 @@ int ModelConfig::LayerWindow(int layer) const {
   return IsSlidingLayer(layer) ? layers[layer].window : 0;
 }
 
+std::int64_t ModelConfig::LayerKvStart(int layer, std::int64_t pos) const {
+  const int window = LayerWindow(layer);
+  return window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+}
+
 const kernels::RopeConfig& ModelConfig::LayerRope(int layer) const {
   return layer >= 0 && layer < static_cast<int>(layers.size()) ? layers[layer].rope : rope;
 }

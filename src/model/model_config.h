@@ -80,6 +80,10 @@ struct ModelConfig {
   // A sliding layer's decode needs only the last LayerWindow(layer) positions of the KV.
   bool IsSlidingLayer(int layer) const;
   int LayerWindow(int layer) const;
+  // The first KV position that a query at `pos` or later attends in `layer`: pos - window + 1
+  // for a sliding layer (0 if that is negative), 0 for a global one. A decode that starts
+  // after a prompt of n tokens needs only positions [LayerKvStart(layer, n), n) of the prompt.
+  std::int64_t LayerKvStart(int layer, std::int64_t pos) const;
   const kernels::RopeConfig& LayerRope(int layer) const;
   // The attention parameters of `layer` (head_dim, group, scale, window, soft-cap) for KV
   // stored in `dtype`: what dense attention over that layer's blocks must use.

@@ -173,6 +173,8 @@ TEST(ModelConfig, Gemma3HasFiveLocalLayersPerGlobalOneWithTheirOwnRope) {
     EXPECT_EQ(c->LayerRope(l).freq_base, global ? 1e6f : 1e4f) << l;
     EXPECT_EQ(c->LayerRope(l).freq_scale, global ? 0.125f : 1.0f) << l;
     EXPECT_EQ(c->LayerAttention(l, kernels::KvDType::kF32).window, global ? 0 : 512) << l;
+    EXPECT_EQ(c->LayerKvStart(l, 2000), global ? 0 : 2000 - 511) << l;
+    EXPECT_EQ(c->LayerKvStart(l, 100), 0) << l;
   }
   EXPECT_TRUE(c->has_qk_norm);
   EXPECT_TRUE(c->post_norms);
