@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <future>
 #include <memory>
 #include <thread>
@@ -64,8 +65,9 @@ TEST(SlowClients, HeadLargerThanTheLimitIs431) {
 }
 
 // Latencies (ms) of requests from `clients` threads, until each made `min_each` and
-// `min_time` passed.
-std::vector<double> Latencies(int port, int clients, int min_each, core::Nanos min_time) {
+// `min_time` passed; each client pauses `pause` between requests.
+std::vector<double> Latencies(int port, int clients, int min_each, core::Nanos min_time,
+                              core::Nanos pause = 0) {
   const core::Deadline until = core::Deadline::After(min_time);
   std::vector<std::future<std::vector<double>>> futures;
   for (int i = 0; i < clients; ++i) {
@@ -78,6 +80,7 @@ std::vector<double> Latencies(int port, int clients, int min_each, core::Nanos m
                      {{"prompt", "client " + std::to_string(i)}, {"max_tokens", 4}});
         EXPECT_EQ(r.status, 200) << r.body;
         ms.push_back(core::ToMillis(w.ElapsedNanos()));
+        if (pause > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(pause));
       }
       return ms;
     }));
@@ -106,7 +109,10 @@ TEST(SlowClients, TwoHundredSlowHeadsDoNotStarveNormalRequests) {
   options.max_concurrent = 8;
   options.max_queued = 16;
   options.threads = 8;  // far fewer workers than slow connections
-  options.header_timeout = core::Seconds(30);
+  // SMARTGEN_SLOWLORIS_SECONDS=60 holds them as long as issue 11 asks (docs/RESULTS.md).
+  const char* hold = std::getenv("SMARTGEN_SLOWLORIS_SECONDS");
+  const double hold_s = hold != nullptr ? std::max(1.0, std::atof(hold)) : 2.0;
+  options.header_timeout = core::Seconds(hold_s + 30);
   ScriptedServer s(options);
   const std::vector<double> unloaded = Latencies(s.port(), kClients, 10, 0);
 
@@ -125,7 +131,8 @@ TEST(SlowClients, TwoHundredSlowHeadsDoNotStarveNormalRequests) {
   });
   ASSERT_TRUE(
       WaitFor([&] { return Metric(s.Metrics(), "smartgen_server_connections_open") >= kSlow; }));
-  const std::vector<double> loaded = Latencies(s.port(), kClients, 10, core::Seconds(2));
+  const std::vector<double> loaded =
+      Latencies(s.port(), kClients, 10, core::Seconds(hold_s), core::Millis(20));
   // The slow connections were held open all along, not dropped to make room.
   EXPECT_GE(Metric(s.Metrics(), "smartgen_server_connections_open"), kSlow);
   trickle = false;
