@@ -26,9 +26,6 @@ enum class GgmlType : std::uint32_t;
 namespace smartgen::kernels {
 struct MatJob;
 struct WeightView;
-// quant.h's exact dequantizer (scalar code), which ISA kernels call for the types they have no
-// fused kernel for.
-bool DequantizeRow(gguf::GgmlType type, const void* src, float* dst, std::int64_t n);
 }  // namespace smartgen::kernels
 
 namespace smartgen::kernels::internal {
@@ -121,7 +118,7 @@ SMARTGEN_KERNELS_DECLARE_ISA(avx512)
 // until the next call with the same slot on this thread. Lives in a scalar translation unit.
 // Slots: 0 a scalar kernel's dequantized row, 1 GEMM packed panels, 2-3 matmul.cc's chunk
 // products before their epilogue (accumulate, SwiGLU), 4 the fast-dot kernels' rounded
-// activations, 5 rows dequantized by DequantizeRow for the types without fused SIMD kernels.
+// activations, 5 free.
 float* ThreadScratch(int slot, std::size_t n_floats);
 
 // Activations for integer dot products, quantized like ggml's quantize_row_q8_0: per 32 values

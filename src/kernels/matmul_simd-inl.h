@@ -147,13 +147,7 @@ void DotRowsQ8(const std::byte* w, std::size_t row_bytes, std::int64_t cols, con
 template <typename Kind, int R>
 void RowDots(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
              float* y) {
-  if constexpr (kIsRowsKind<Kind>) {
-    float* buf = ThreadScratch(5, static_cast<std::size_t>(cols));
-    for (int i = 0; i < R; ++i) {
-      DequantizeRow(Kind::Type(), w + i * row_bytes, buf, cols);
-      DotRows<KindF32, 1>(reinterpret_cast<const std::byte*>(buf), 0, cols, x, y + i);
-    }
-  } else if constexpr (std::is_same_v<Kind, KindQ8_0>) {
+  if constexpr (std::is_same_v<Kind, KindQ8_0>) {
     DotRowsQ8<R>(w, row_bytes, cols, x, y);
   } else if constexpr (std::is_same_v<Kind, KindQ4_0>) {
     DotRowsQ4_0<R>(w, row_bytes, cols, x, y);
@@ -167,6 +161,10 @@ void RowDots(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const
     DotRowsQ3_K<R>(w, row_bytes, cols, x, y);
   } else if constexpr (std::is_same_v<Kind, KindQ2_K>) {
     DotRowsQ2_K<R>(w, row_bytes, cols, x, y);
+  } else if constexpr (std::is_same_v<Kind, KindIQ4_NL>) {
+    DotRowsIq4<false, R>(w, row_bytes, cols, x, y);
+  } else if constexpr (std::is_same_v<Kind, KindIQ4_XS>) {
+    DotRowsIq4<true, R>(w, row_bytes, cols, x, y);
   } else if constexpr (std::is_same_v<Kind, KindQ4_1> || std::is_same_v<Kind, KindQ5_0> ||
                        std::is_same_v<Kind, KindQ5_1>) {
     DotRowsLegacy<Kind, R>(w, row_bytes, cols, x, y);
@@ -190,9 +188,9 @@ void MatVecKind(const void* w, std::size_t row_bytes, std::int64_t cols, const f
 
 // ---- MatMul -------------------------------------------------------------------------------
 
-// PackPanel for a kind with Load/Scalar.
+// packed[k][kNr] = f32 W[rp + j][k0 + k] for k < kb, j < nr; rows j >= nr are zero.
 template <typename Kind>
-void PackPanelLoads(const std::byte* w, std::size_t row_bytes, std::int64_t rp, int nr, std::int64_t k0,
+void PackPanel(const std::byte* w, std::size_t row_bytes, std::int64_t rp, int nr, std::int64_t k0,
                std::int64_t kb, float* packed) {
   std::int64_t k = 0;
   for (; k + L <= kb; k += L) {
@@ -210,26 +208,6 @@ void PackPanelLoads(const std::byte* w, std::size_t row_bytes, std::int64_t rp, 
     for (int j = 0; j < kNr; ++j) {
       packed[k * kNr + j] = j < nr ? Kind::Scalar(w + (rp + j) * row_bytes, k0 + k) : 0.0f;
     }
-  }
-}
-
-// packed[k][kNr] = f32 W[rp + j][k0 + k] for k < kb, j < nr; rows j >= nr are zero.
-template <typename Kind>
-void PackPanel(const std::byte* w, std::size_t row_bytes, std::int64_t rp, int nr, std::int64_t k0,
-               std::int64_t kb, float* packed) {
-  if constexpr (kIsRowsKind<Kind>) {
-    // Dequantize the panel's K block row by row (kb is a multiple of the block size), then
-    // pack it as f32.
-    float* rows = ThreadScratch(5, static_cast<std::size_t>(kNr * kKc));
-    for (int j = 0; j < nr; ++j) {
-      DequantizeRow(Kind::Type(),
-                    w + (rp + j) * row_bytes + (k0 / Kind::kBlockElems) * Kind::kBlockBytes,
-                    rows + j * kb, kb);
-    }
-    PackPanelLoads<KindF32>(reinterpret_cast<const std::byte*>(rows),
-                            static_cast<std::size_t>(kb) * 4, 0, nr, 0, kb, packed);
-  } else {
-    PackPanelLoads<Kind>(w, row_bytes, rp, nr, k0, kb, packed);
   }
 }
 

@@ -2,11 +2,11 @@
 // this file inside its ISA namespace after quant_simd-inl.h (S, V, L, LoadHalf, ScaleMinK4,
 // Q4KScales, Sum32 and PrefetchAhead come from there).
 //
-// Fused kernels (dequantize in registers) for the types common recipes put in most tensors:
+// Fused kernels (dequantize in registers) for every type:
 // Q4_1, Q5_0, Q5_1 (KindLegacy; llama.cpp's Q4_K_M / Q5_K_M fall back to Q5_0 / Q5_1 on rows
-// that are not 256 wide), Q5_K, Q3_K and Q2_K. The others (IQ4_NL, IQ4_XS) are KindRows: a
-// row (GEMV) or a K block of a panel (GEMM) is dequantized by the scalar DequantizeRow into
-// thread scratch and used as f32 - exact, slower per byte, no extra code per type.
+// that are not 256 wide), Q5_K, Q3_K, Q2_K, IQ4_NL and IQ4_XS. Each Kind's Load dequantizes
+// exactly as ggml (the GEMM's packed panels); the GEMV row dots apply each scale once per
+// sub-block, within f32 rounding of the exact product.
 #ifndef SMARTGEN_SIMD_NS
 #error "include only from kernels/matmul_simd-inl.h"
 #endif
@@ -306,17 +306,85 @@ void DotRowsQ2_K(const std::byte* w, std::size_t row_bytes, std::int64_t cols, c
   for (int i = 0; i < R; ++i) y[i] = S::ReduceAdd(acc[i]) - mins[i];
 }
 
-// A type used through the scalar dequantizer (blocks of kBlock elements, kBlockBytes bytes).
-template <std::uint32_t kTypeId, int kBlock, int kBlockBytesV>
-struct KindRows {
-  static constexpr bool kDequantRows = true;
-  static constexpr int kBytes = 1;
-  static constexpr int kBlockElems = kBlock;
-  static constexpr int kBlockBytes = kBlockBytesV;
-  static gguf::GgmlType Type() { return static_cast<gguf::GgmlType>(kTypeId); }
-};
-using KindIQ4_NL = KindRows<20, 32, 18>;
-using KindIQ4_XS = KindRows<23, 256, 136>;
+// IQ4_NL (blocks of 32: f16 d, 16 bytes of nibbles as Q4_0) and IQ4_XS (blocks of 256: f16 d,
+// u16 scales_h, scales_l[4], then 8 sub-blocks of 16 nibble bytes): x = scale * grid[q].
+constexpr float kIq4Grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                1,    13,   25,  38,  53,  69,  89,  113};
+constexpr int kIq4NlBytes = 18;
+constexpr int kIq4XsBytes = 136;
 
-template <typename Kind>
-constexpr bool kIsRowsKind = requires { Kind::kDequantRows; };
+// Grid values of nibbles e .. e + L of a 16-byte group (e < 16: low nibbles).
+V Iq4Values(const std::uint8_t* qs, int e) {
+  const S::VI q = e < 16 ? S::AndI(S::WidenU8(qs + e), 0xF) : S::ShrI<4>(S::WidenU8(qs + e - 16));
+  return S::Lut16(kIq4Grid, q);
+}
+
+// IQ4_XS sub-block ib's scale d * (ls - 32) (exact).
+float Iq4XsScale(const std::byte* blk, int ib) {
+  const auto* b = reinterpret_cast<const std::uint8_t*>(blk);
+  const int scales_h = b[2] | (b[3] << 8);
+  const int ls = ((b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4);
+  return LoadHalf(blk) * static_cast<float>(ls - 32);
+}
+
+struct KindIQ4_NL {
+  static constexpr int kBytes = 1;
+  static V Load(const std::byte* row, std::int64_t k) {  // d * grid is exact
+    const std::byte* blk = row + (k / 32) * kIq4NlBytes;
+    return S::Mul(Iq4Values(reinterpret_cast<const std::uint8_t*>(blk + 2), static_cast<int>(k % 32)),
+                  S::Set1(LoadHalf(blk)));
+  }
+  static float Scalar(const std::byte* row, std::int64_t k) {
+    const std::byte* blk = row + (k / 32) * kIq4NlBytes;
+    const int e = static_cast<int>(k % 32);
+    const auto byte = static_cast<int>(blk[2 + e % 16]);
+    return LoadHalf(blk) * kIq4Grid[e < 16 ? byte & 0xF : byte >> 4];
+  }
+};
+
+struct KindIQ4_XS {
+  static constexpr int kBytes = 1;
+  static V Load(const std::byte* row, std::int64_t k) {  // (d * (ls - 32)) * grid, as ggml
+    const std::byte* blk = row + (k / kQK) * kIq4XsBytes;
+    const int e = static_cast<int>(k % kQK), ib = e / 32;
+    const auto* qs = reinterpret_cast<const std::uint8_t*>(blk + 8) + 16 * ib;
+    return S::Mul(S::Set1(Iq4XsScale(blk, ib)), Iq4Values(qs, e % 32));
+  }
+  static float Scalar(const std::byte* row, std::int64_t k) {
+    const std::byte* blk = row + (k / kQK) * kIq4XsBytes;
+    const int e = static_cast<int>(k % kQK), ib = e / 32, l = e % 32;
+    const auto byte = static_cast<int>(blk[8 + 16 * ib + l % 16]);
+    return Iq4XsScale(blk, ib) * kIq4Grid[l < 16 ? byte & 0xF : byte >> 4];
+  }
+};
+
+// IQ4_NL / IQ4_XS: per 32 elements, scale * sum grid[q] x.
+template <bool kXs, int R>
+void DotRowsIq4(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+                float* y) {
+  V acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = S::Zero();
+  const std::int64_t n32 = cols / 32;
+  for (std::int64_t g = 0; g < n32; ++g) {
+    const float* xg = x + 32 * g;
+    for (int i = 0; i < R; ++i) {
+      const std::byte* blk;
+      const std::uint8_t* qs;
+      float scale;
+      if constexpr (kXs) {
+        blk = w + i * row_bytes + (g / 8) * kIq4XsBytes;
+        qs = reinterpret_cast<const std::uint8_t*>(blk + 8) + 16 * (g % 8);
+        scale = Iq4XsScale(blk, static_cast<int>(g % 8));
+      } else {
+        blk = w + i * row_bytes + g * kIq4NlBytes;
+        qs = reinterpret_cast<const std::uint8_t*>(blk + 2);
+        scale = LoadHalf(blk);
+      }
+      PrefetchAhead(blk, 0, row_bytes);
+      V p = S::Zero();
+      for (int e = 0; e < 32; e += L) p = S::Fma(Iq4Values(qs, e), S::Load(xg + e), p);
+      acc[i] = S::Fma(p, S::Set1(scale), acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i] = S::ReduceAdd(acc[i]);
+}

@@ -75,6 +75,12 @@ struct Simd {
   }
   static V ToFloat(VI v) { return _mm256_cvtepi32_ps(v); }
   static VI ShrIVar(VI v, int bits) { return _mm256_srl_epi32(v, _mm_cvtsi32_si128(bits)); }
+  // Lane i holds table[idx_i] for idx_i in [0, 16).
+  static V Lut16(const float* table, VI idx) {
+    const __m256 a = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), idx);
+    const __m256 b = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 8), idx);
+    return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));  // bit 3
+  }
   // Lane i holds bit (first + i) of w.
   static VI Bits(std::uint32_t w, int first) {
     const VI shift = _mm256_add_epi32(_mm256_set1_epi32(first), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -76,6 +76,10 @@ struct Simd {
   static V ToFloat(VI v) { return _mm512_cvtepi32_ps(v); }
   // v >> bits (bits not a constant).
   static VI ShrIVar(VI v, int bits) { return _mm512_srl_epi32(v, _mm_cvtsi32_si128(bits)); }
+  // Lane i holds table[idx_i] for idx_i in [0, 16).
+  static V Lut16(const float* table, VI idx) {
+    return _mm512_permutexvar_ps(idx, _mm512_loadu_ps(table));
+  }
   // Lane i holds bit (first + i) of w.
   static VI Bits(std::uint32_t w, int first) {
     const VI shift = _mm512_add_epi32(
