@@ -24,9 +24,10 @@ using kernels::internal::Isa;
 // Types that fit the SmolLM2 shapes (576 columns: blocks of 32, not 256).
 constexpr GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
                                GgmlType::kQ4_0};
-constexpr GgmlType kAllTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
-                                  GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K,
-                                  GgmlType::kQ6_K};
+constexpr GgmlType kAllTypes[] = {
+    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,   GgmlType::kQ4_0,
+    GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ4_1, GgmlType::kQ5_0,   GgmlType::kQ5_1,
+    GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ5_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS};
 
 core::ThreadPool* Pool(int threads) {
   static core::ThreadPool pool2(2);
