@@ -168,3 +168,26 @@ TEST(SyntheticModel, ArchitecturePresetsLoadAndPrefillEqualsDecode) {
 
 }  // namespace
 }  // namespace smartgen::model
+
+namespace smartgen::model {
+namespace {
+
+// A single K-quant type on rows that are not 256 wide is refused up front with the reason;
+// the recipe of the same family falls back instead (as llama-quantize does).
+TEST(SyntheticModel, KQuantOnNarrowRowsIsAClearErrorAndTheRecipeFallsBack) {
+  SyntheticModelSpec spec;
+  spec.preset = *FindPreset("tiny");  // 64-wide rows
+  ASSERT_TRUE(ParseSyntheticType("q5_k", &spec));
+  spec.out = ::testing::TempDir() + "/synthetic_tiny_q5_k.gguf";
+  const Status s = WriteSyntheticModel(spec);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("256"), std::string::npos) << s.ToString();
+  auto f = gguf::GgufFile::Open(Write("tiny", "q5_k_m"));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(TypeOf(*f, "blk.0.attn_q.weight"), GgmlType::kQ5_1);
+  EXPECT_EQ(TypeOf(*f, "output.weight"), GgmlType::kQ8_0);
+}
+
+}  // namespace
+}  // namespace smartgen::model
