@@ -21,9 +21,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 def get(record, path):
     v = record
     for part in path.split("."):
-        if not isinstance(v, dict) or part not in v:
+        if isinstance(v, list) and part.isdigit() and int(part) < len(v):
+            v = v[int(part)]
+        elif isinstance(v, dict) and part in v:
+            v = v[part]
+        else:
             return None
-        v = v[part]
     return v
 
 
@@ -36,7 +39,7 @@ def main():
     ap.add_argument("--series", default="mode")
     ap.add_argument("--facet", default=None)
     ap.add_argument("--where", action="append", default=[])
-    ap.add_argument("--logy", type=int, default=1)
+    ap.add_argument("--logy", default="1", help="1/0, or one per --y path: 0,1,0")
     ap.add_argument("--title", default="")
     a = ap.parse_args()
     records = [json.loads(line) for line in open(a.records) if line.strip()]
@@ -45,6 +48,8 @@ def main():
         records = [r for r in records if str(get(r, k)) == v]
     facets = sorted({get(r, a.facet) for r in records}) if a.facet else [None]
     ys = a.y.split(",")
+    logy = [int(x) for x in a.logy.split(",")]
+    logy += [logy[-1]] * (len(ys) - len(logy))
     fig, axes = plt.subplots(len(ys), len(facets), figsize=(5 * len(facets), 3.8 * len(ys)),
                              squeeze=False)
     for row, ypath in enumerate(ys):
@@ -63,7 +68,7 @@ def main():
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=str(name))
             ax.set_xlabel(a.x)
             ax.set_ylabel(ypath)
-            if a.logy:
+            if logy[row]:
                 ax.set_yscale("log")
             ax.grid(True, alpha=0.3)
             ax.set_title(f"{a.title} {a.facet}={f}" if a.facet else a.title)

@@ -50,7 +50,7 @@ Hardware Cpu() {
   return h;
 }
 
-constexpr std::string_view kNames[] = {"l20", "a10", "a100-80g", "h100", "h200", "cpu"};
+constexpr std::string_view kHardwareNames[] = {"l20", "a10", "a100-80g", "h100", "h200", "cpu"};
 
 }  // namespace
 
@@ -60,7 +60,18 @@ std::string Hardware::ToString() const {
                      memory_bytes / 1e9, source);
 }
 
-std::span<const std::string_view> HardwareNames() { return kNames; }
+std::span<const std::string_view> HardwareNames() { return kHardwareNames; }
+
+Hardware Hardware::Scaled(int gpus) const {
+  if (gpus <= 1) return *this;
+  Hardware h = *this;
+  h.peak_flops *= gpus;
+  h.mem_bytes_per_s *= gpus;
+  h.memory_bytes *= gpus;
+  h.select_flops *= gpus;
+  h.name = fmt::format("{}x{}", gpus, name);
+  return h;
+}
 
 Result<Hardware> HardwareByName(std::string_view name) {
   // Dense (no sparsity) FP16/BF16 tensor-core peaks and memory bandwidth from NVIDIA's

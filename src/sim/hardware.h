@@ -36,6 +36,9 @@ struct Hardware {
   std::string source;
 
   double prefill_flops() const { return peak_flops * compute_eff; }
+  // A node of `gpus` such devices running the model tensor-parallel: peak rates and memory
+  // scale with the count (the all-reduces are not modelled: an upper bound on the speed-up).
+  Hardware Scaled(int gpus) const;
   double decode_bytes_per_s() const { return mem_bytes_per_s * mem_eff; }
   std::string ToString() const;
 };

@@ -31,7 +31,7 @@ constexpr NamedShape kShapes[] = {
      "google/gemma-3-12b-it config.json (text_config)"},
 };
 
-constexpr std::string_view kNames[] = {"llama-3.1-8b", "qwen3-8b",    "qwen3-14b",
+constexpr std::string_view kModelNames[] = {"llama-3.1-8b", "qwen3-8b",    "qwen3-14b",
                                        "phi-4-14b",    "gemma-3-12b", "smollm2-135m"};
 
 }  // namespace
@@ -115,7 +115,7 @@ std::string ModelShape::ToString() const {
       WeightBytes() / 1e9, source);
 }
 
-std::span<const std::string_view> NamedModelShapes() { return kNames; }
+std::span<const std::string_view> NamedModelShapes() { return kModelNames; }
 
 ModelShape FromModelPreset(const model::ModelPreset& p) {
   ModelShape s;
@@ -156,7 +156,7 @@ Result<ModelShape> ModelShapeByName(std::string_view name) {
   }
   if (const model::ModelPreset* p = model::FindPreset(name)) return FromModelPreset(*p);
   std::string names;
-  for (std::string_view n : kNames) names += fmt::format("{} ", n);
+  for (std::string_view n : kModelNames) names += fmt::format("{} ", n);
   for (const model::ModelPreset& p : model::AllPresets()) names += fmt::format("{} ", p.name);
   return NotFound("no model shape '{}'; known: {}", name, names);
 }

@@ -5,7 +5,7 @@
 
 namespace smartgen::sim {
 namespace {
-constexpr std::string_view kNames[] = {"random-weights", "trained"};
+constexpr std::string_view kSelectionNames[] = {"random-weights", "trained"};
 }  // namespace
 
 double SelectionStats::Churn(int step) const {
@@ -18,7 +18,7 @@ double SelectionStats::FirstStepPresent(double p) const {
   return 1.0 - std::pow(1.0 - p, std::max(1.0, first_step_lift));
 }
 
-std::span<const std::string_view> SelectionStatsNames() { return kNames; }
+std::span<const std::string_view> SelectionStatsNames() { return kSelectionNames; }
 
 Result<SelectionStats> SelectionStatsByName(std::string_view name) {
   SelectionStats s;

@@ -1,10 +1,10 @@
 // `smartgen simulate`: the cluster-scale discrete-event simulator (src/sim, issue 13).
 //
 //   smartgen simulate --model llama-3.1-8b --hw l20 --link-gbps 15,25,32
-//       --mode full,layerwise,smartgen --prompt-tokens 8192,32768,61440 --requests 1,6 \
+//       --mode full,layerwise,smartgen --prompt-tokens 8192,32768,61440 --requests 1,6
 //       --output-tokens 64 --out sweep.jsonl
 //   smartgen simulate --model qwen3-14b --hw a10 --prefill-nodes 2 --decode-nodes 4
-//       --topology shared --workload poisson --rate 0.1,0.2,0.4 --requests 200 \
+//       --topology shared --workload poisson --rate 0.1,0.2,0.4 --requests 200
 //       --slo-ttst-ms 1000 --slo-tbt-ms 100 --out load.jsonl
 //   smartgen simulate --validate tests/sim/data/ttst_sweep_2026-11-30.jsonl [--calibration preset]
 //
@@ -44,6 +44,7 @@ struct SimulateCmdOptions {
   std::string prefill_hw, decode_hw;
   std::string cpu_calibration;
   double compute_eff = 0, mem_eff = 0;
+  int gpus = 1;
   int prefill_nodes = 1, decode_nodes = 1;
   std::string topology = "pair";
   std::vector<double> link_gbps{25};
@@ -78,7 +79,7 @@ Result<sim::Hardware> LoadHardware(const SimulateCmdOptions& o, const std::strin
   }
   if (o.compute_eff > 0) hw.compute_eff = o.compute_eff;
   if (o.mem_eff > 0) hw.mem_eff = o.mem_eff;
-  return hw;
+  return hw.Scaled(o.gpus);
 }
 
 // Prints "simulate: point i/n, requests done/total, t = ..." at most twice a second.
@@ -265,6 +266,8 @@ void RegisterSimulate(CLI::App& app) {
                   "smartgen bench engine --json output that calibrates the cpu preset");
   cmd->add_option("--compute-eff", o->compute_eff, "override the presets' compute efficiency");
   cmd->add_option("--mem-eff", o->mem_eff, "override the presets' memory efficiency");
+  cmd->add_option("--gpus", o->gpus, "devices per node (tensor parallel; rates and memory scale)")
+      ->capture_default_str();
   cmd->add_option("--prefill-nodes", o->prefill_nodes, "prefill nodes")->capture_default_str();
   cmd->add_option("--decode-nodes", o->decode_nodes, "decode nodes")->capture_default_str();
   cmd->add_option("--topology", o->topology, "pair | uplink | shared")->capture_default_str();

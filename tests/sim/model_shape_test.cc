@@ -94,6 +94,21 @@ TEST(ModelShape, FromGgufMetadataMatchesThePreset) {
   EXPECT_FALSE(ModelShapeFromGguf(spec.out + ".missing").ok());
 }
 
+TEST(Hardware, PresetsCiteTheirSourceAndScaleWithDevices) {
+  for (std::string_view name : HardwareNames()) {
+    auto h = HardwareByName(name);
+    ASSERT_TRUE(h.ok()) << name;
+    EXPECT_FALSE(h->source.empty()) << name;
+    EXPECT_GT(h->prefill_flops(), 0) << name;
+    EXPECT_GT(h->decode_bytes_per_s(), 0) << name;
+  }
+  const Hardware l20 = *HardwareByName("l20");
+  const Hardware x8 = l20.Scaled(8);
+  EXPECT_DOUBLE_EQ(x8.prefill_flops(), 8 * l20.prefill_flops());
+  EXPECT_DOUBLE_EQ(x8.memory_bytes, 8 * l20.memory_bytes);
+  EXPECT_EQ(HardwareByName("tpu").status().code(), StatusCode::kNotFound);
+}
+
 TEST(CostModel, DecodeIsMemoryBoundAndPrefillComputeBound) {
   const ModelShape s = *ModelShapeByName("llama-3.1-8b");
   const Hardware a100 = *HardwareByName("a100-80g");
