@@ -23,6 +23,17 @@ void SwiGlu(const float* gate, const float* up, std::int64_t n, float* out) {
   }
 }
 
+// ggml_gelu's tanh formula in f32.
+void GeGlu(const float* gate, const float* up, std::int64_t n, float* out) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  constexpr float kCoefA = 0.044715f;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    const float gelu = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
+    out[i] = gelu * up[i];
+  }
+}
+
 float Softmax(float* x, std::int64_t n) {
   if (n <= 0) return -INFINITY;
   float max = x[0];
@@ -73,13 +84,10 @@ void AddInPlace(float* y, const float* x, std::int64_t n) {
 }
 
 void GeGlu(const float* gate, const float* up, std::int64_t n, float* out) {
-  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
-  constexpr float kCoefA = 0.044715f;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float x = gate[i];
-    const float gelu = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
-    out[i] = gelu * up[i];
-  }
+  internal::ActiveKernels().geglu(gate, up, n, out);
+}
+void GeGluReference(const float* gate, const float* up, std::int64_t n, float* out) {
+  internal::scalar::GeGlu(gate, up, n, out);
 }
 
 }  // namespace smartgen::kernels

@@ -16,9 +16,10 @@ void SwiGlu(const float* gate, const float* up, std::int64_t n, float* out);
 void SwiGluReference(const float* gate, const float* up, std::int64_t n, float* out);
 
 // out[i] = gelu(gate[i]) * up[i] with the tanh approximation of GELU (ggml_gelu's formula,
-// computed in f32; ggml's CPU path rounds through an f16 table instead). `out` may alias
-// either input. Scalar only.
+// computed in f32; ggml's CPU path rounds through an f16 table instead; the SIMD paths use
+// the identical x * sigmoid(2u) form). `out` may alias either input.
 void GeGlu(const float* gate, const float* up, std::int64_t n, float* out);
+void GeGluReference(const float* gate, const float* up, std::int64_t n, float* out);
 
 // In-place softmax over n values (max-subtracted, f32 exp, double sum); returns the
 // log-sum-exp of the input. -inf inputs become 0; if every input is -inf (or n == 0) the

@@ -47,6 +47,24 @@ void SwiGlu(const float* gate, const float* up, std::int64_t n, float* out) {
   }
 }
 
+namespace {
+// gelu(x) = 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)), u = sqrt(2 / pi) x (1 + 0.044715 x^2).
+S::V Gelu(S::V x) {
+  const S::V u = S::Mul(S::Mul(S::Set1(0.79788456080286535587989211986876f), x),
+                        S::Fma(S::Mul(S::Set1(0.044715f), x), x, S::Set1(1.0f)));
+  return S::Div(x, S::Add(S::Set1(1.0f), S::Exp(S::Mul(S::Set1(-2.0f), u))));
+}
+}  // namespace
+
+void GeGlu(const float* gate, const float* up, std::int64_t n, float* out) {
+  std::int64_t i = 0;
+  for (; i + L <= n; i += L) S::Store(out + i, S::Mul(Gelu(S::Load(gate + i)), S::Load(up + i)));
+  if (i < n) {
+    const int r = static_cast<int>(n - i);
+    S::StoreN(out + i, S::Mul(Gelu(S::LoadN(gate + i, r)), S::LoadN(up + i, r)), r);
+  }
+}
+
 float Softmax(float* x, std::int64_t n) {
   if (n <= 0) return -__builtin_inff();
   const float neg_inf = -__builtin_inff();

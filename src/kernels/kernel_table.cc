@@ -18,7 +18,7 @@ namespace {
                 ns::MatMulQ4_K, ns::MatMulQ6_K, ns::MatMulQ4_1,  ns::MatMulQ5_0,  ns::MatMulQ5_1,  \
                 ns::MatMulQ2_K, ns::MatMulQ3_K, ns::MatMulQ5_K,  ns::MatMulIQ4_NL, ns::MatMulIQ4_XS}, \
     .attend_blocks = ns::AttendBlocks, .attend_causal = ns::AttendCausal, .rms_norm = ns::RmsNorm, \
-    .swiglu = ns::SwiGlu, .softmax = ns::Softmax, .add_in_place = ns::AddInPlace,                  \
+    .swiglu = ns::SwiGlu, .geglu = ns::GeGlu, .softmax = ns::Softmax, .add_in_place = ns::AddInPlace,                  \
     .rope_apply = ns::RopeApply,                                                                   \
   }
 

@@ -80,6 +80,7 @@ struct KernelTable {
   AttendCausalFn attend_causal = nullptr;
   RmsNormFn rms_norm = nullptr;
   SwiGluFn swiglu = nullptr;
+  SwiGluFn geglu = nullptr;  // same signature: gelu(gate) * up
   SoftmaxFn softmax = nullptr;
   AddInPlaceFn add_in_place = nullptr;
   RopeApplyFn rope_apply = nullptr;
@@ -105,7 +106,7 @@ const KernelTable& ActiveKernels();
   AttendBlocksSig AttendBlocks;                                                               \
   AttendCausalSig AttendCausal;                                                               \
   RmsNormSig RmsNorm;                                                                         \
-  SwiGluSig SwiGlu;                                                                           \
+  SwiGluSig SwiGlu, GeGlu;                                                                    \
   SoftmaxSig Softmax;                                                                         \
   AddInPlaceSig AddInPlace;                                                                   \
   RopeApplySig RopeApply;                                                                     \
@@ -153,5 +154,7 @@ bool MatMulManyWith(const KernelTable& table, std::span<const MatJob> jobs, std:
                     core::ThreadPool* pool);
 bool MatMulSwiGluWith(const KernelTable& table, const WeightView& gate, const WeightView& up,
                       const float* x, std::int64_t n, float* out, core::ThreadPool* pool);
+bool MatMulGeGluWith(const KernelTable& table, const WeightView& gate, const WeightView& up,
+                     const float* x, std::int64_t n, float* out, core::ThreadPool* pool);
 
 }  // namespace smartgen::kernels::internal

@@ -116,7 +116,9 @@ struct Segment {
   const float* x;
   float* y;
   Epilogue epilogue = Epilogue::kStore;
-  // kSwiGlu: the up projection (rows x cols like w, same x); y = silu(W x) * (U x).
+  // kSwiGlu: the up projection (rows x cols like w, same x); y = act(W x) * (U x) with act the
+  // table's swiglu or geglu (`gated`).
+  SwiGluFn gated = nullptr;
   MatVecFn vec_up = nullptr;
   MatMulFn mul_up = nullptr;
   const void* w_up = nullptr;
@@ -164,7 +166,7 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
     float* up = ThreadScratch(3, static_cast<std::size_t>(nr * nt));
     Product(s.vec_up, s.mul_up, s.w_up, s.row_bytes_up, s.cols, x, nt, r0, r1, up, nr);
     for (std::int64_t t = 0; t < nt; ++t) {
-      table.swiglu(tmp + t * nr, up + t * nr, nr, y + t * s.rows);
+      s.gated(tmp + t * nr, up + t * nr, nr, y + t * s.rows);
     }
   }
 }
@@ -285,14 +287,17 @@ bool MatMulManyWith(const KernelTable& table, std::span<const MatJob> jobs, std:
   return true;
 }
 
-bool MatMulSwiGluWith(const KernelTable& table, const WeightView& gate, const WeightView& up,
-                      const float* x, std::int64_t n, float* out, core::ThreadPool* pool) {
+namespace {
+bool MatMulGated(const KernelTable& table, SwiGluFn gated, const WeightView& gate,
+                 const WeightView& up, const float* x, std::int64_t n, float* out,
+                 core::ThreadPool* pool) {
   if (!HasKernels(table, gate.type) || !HasKernels(table, up.type) || gate.rows != up.rows ||
       gate.cols != up.cols) {
     return false;
   }
   if (n <= 0) return true;
   Segment s = MakeSegment(table, gate, x, out, Epilogue::kSwiGlu);
+  s.gated = gated;
   const Segment u = MakeSegment(table, up, x, out, Epilogue::kStore);
   s.vec_up = u.vec;
   s.mul_up = u.mul;
@@ -300,6 +305,17 @@ bool MatMulSwiGluWith(const KernelTable& table, const WeightView& gate, const We
   s.row_bytes_up = u.row_bytes;
   RunSegments(table, &s, 1, n, pool);
   return true;
+}
+}  // namespace
+
+bool MatMulSwiGluWith(const KernelTable& table, const WeightView& gate, const WeightView& up,
+                      const float* x, std::int64_t n, float* out, core::ThreadPool* pool) {
+  return MatMulGated(table, table.swiglu, gate, up, x, n, out, pool);
+}
+
+bool MatMulGeGluWith(const KernelTable& table, const WeightView& gate, const WeightView& up,
+                     const float* x, std::int64_t n, float* out, core::ThreadPool* pool) {
+  return MatMulGated(table, table.geglu, gate, up, x, n, out, pool);
 }
 
 bool MatVecWith(const KernelTable& table, gguf::GgmlType type, const void* w, std::int64_t rows,
@@ -344,6 +360,13 @@ void MatMulSwiGlu(const WeightView& gate, const WeightView& up, const float* x, 
   [[maybe_unused]] const bool ok =
       internal::MatMulSwiGluWith(internal::ActiveKernels(), gate, up, x, n, out, pool);
   assert(ok && "MatMulSwiGlu: unsupported weight types or shapes");
+}
+
+void MatMulGeGlu(const WeightView& gate, const WeightView& up, const float* x, std::int64_t n,
+                 float* out, core::ThreadPool* pool) {
+  [[maybe_unused]] const bool ok =
+      internal::MatMulGeGluWith(internal::ActiveKernels(), gate, up, x, n, out, pool);
+  assert(ok && "MatMulGeGlu: unsupported weight types or shapes");
 }
 
 void MatVecReference(const WeightView& w, const float* x, float* y) {

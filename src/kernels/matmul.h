@@ -64,6 +64,9 @@ void MatMulMany(std::span<const MatJob> jobs, std::int64_t n, core::ThreadPool* 
 // the same shape (their types may differ); x is [n][cols], out [n][rows], not overlapping x.
 void MatMulSwiGlu(const WeightView& gate, const WeightView& up, const float* x, std::int64_t n,
                   float* out, core::ThreadPool* pool);
+// The same with GeGLU: out = GeGlu(MatMul(gate), MatMul(up)) (elementwise.h), for Gemma.
+void MatMulGeGlu(const WeightView& gate, const WeightView& up, const float* x, std::int64_t n,
+                 float* out, core::ThreadPool* pool);
 
 // Scalar references: dequantize each row exactly, then dot in f32 (sequential order).
 void MatVecReference(const WeightView& w, const float* x, float* y);

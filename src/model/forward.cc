@@ -207,16 +207,7 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
     ProjectIntoResidual(w.wo, att_.data(), w.post_attn_norm, n);
     NormRows(c, pool_, x_.data(), w.ffn_norm.data(), n, h_.data());
     if (c.ffn_act == FfnActivation::kGelu) {
-      const kernels::MatJob gate_up[] = {{&w.w_gate, h_.data(), gate_.data()},
-                                         {&w.w_up, h_.data(), up_.data()}};
-      kernels::MatMulMany(gate_up, n, pool_);
-      pool_->ParallelFor(
-          n,
-          [&](std::int64_t b, std::int64_t e) {
-            kernels::GeGlu(gate_.data() + b * c.n_ff, up_.data() + b * c.n_ff, (e - b) * c.n_ff,
-                           gate_.data() + b * c.n_ff);
-          },
-          kTokenGrain);
+      kernels::MatMulGeGlu(w.w_gate, w.w_up, h_.data(), n, gate_.data(), pool_);
     } else {
       kernels::MatMulSwiGlu(w.w_gate, w.w_up, h_.data(), n, gate_.data(), pool_);
     }

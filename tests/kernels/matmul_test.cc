@@ -196,6 +196,30 @@ TEST(MatMulSwiGlu, EveryIsaMatchesSwiGluOfProducts) {
                                           x.data(), 1, out.data(), nullptr));
 }
 
+TEST(MatMulGeGlu, EveryIsaMatchesGeGluOfProducts) {
+  std::mt19937 rng(16);
+  core::ThreadPool pool(2);
+  const std::int64_t rows = 70, cols = 256;
+  Weights gate = MakeWeights(rng, GgmlType::kQ5_K, rows, cols);
+  Weights up = MakeWeights(rng, GgmlType::kQ4_1, rows, cols);
+  for (std::int64_t n : {1, 3, 40}) {
+    std::vector<float> x = testing::RandomVector(rng, cols * n);
+    std::vector<float> g(rows * n), u(rows * n), want(rows * n);
+    MatMulReference(gate.view, x.data(), n, g.data());
+    MatMulReference(up.view, x.data(), n, u.data());
+    GeGluReference(g.data(), u.data(), rows * n, want.data());
+    for (const auto* table : testing::AvailableTables()) {
+      for (core::ThreadPool* p : {static_cast<core::ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> got(rows * n, -1e30f);
+        ASSERT_TRUE(internal::MatMulGeGluWith(*table, gate.view, up.view, x.data(), n,
+                                              got.data(), p));
+        EXPECT_LT(testing::MaxRelError(got.data(), want.data(), got.size()), Tolerance(cols))
+            << internal::IsaName(table->isa) << " n " << n;
+      }
+    }
+  }
+}
+
 TEST(MatVec, RejectsUnsupportedType) {
   const auto& table = internal::ActiveKernels();
   float x[256] = {}, y[1] = {};
