@@ -23,7 +23,8 @@ if [ "${SMARTGEN_SKIP_ASAN:-0}" != "1" ]; then
   # Only the binaries that run here are built (-O1: fast enough to build and to run).
   ASAN_BINARIES=(
     tests/core/core_test tests/gguf/gguf_test tests/kv/kv_test tests/tokenizer/tokenizer_test
-    tests/transfer/transfer_unit_test tests/transfer/transfer_net_test tests/node/node_test
+    tests/transfer/transfer_unit_test tests/transfer/transfer_net_test tests/node/node_unit_test
+    tests/node/node_test
     tests/server/server_unit_test
   )
   targets=()
@@ -36,6 +37,24 @@ if [ "${SMARTGEN_SKIP_ASAN:-0}" != "1" ]; then
   for b in "${ASAN_BINARIES[@]}"; do
     echo "-- $b"
     SMARTGEN_LOG=warn timeout 900 "build-asan/$b" --gtest_brief=1
+  done
+fi
+if [ "${SMARTGEN_SKIP_TSAN:-0}" != "1" ]; then
+  echo "== sanitizer pass (ThreadSanitizer) =="
+  # The threaded layers: node (requests, engine, router), transfer, and the node-side callbacks.
+  TSAN_BINARIES=(tests/node/node_unit_test tests/node/node_test tests/transfer/transfer_unit_test
+                 tests/server/server_unit_test)
+  targets=()
+  for b in "${TSAN_BINARIES[@]}"; do targets+=("$(basename "$b")"); done
+  SMARTGEN_BUILD_TYPE=RelWithDebInfo SMARTGEN_TARGETS="${targets[*]}" scripts/build.sh build-tsan \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DSMARTGEN_BUILD_BENCH=OFF
+  # halt_on_error: a single report fails the run. UCX's memory hooks (libucm) are off: they
+  # intercept madvise at thread exit, where ThreadSanitizer's runtime cannot be re-entered.
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_EVENTS=no
+  for b in "${TSAN_BINARIES[@]}"; do
+    echo "-- $b"
+    SMARTGEN_LOG=warn timeout 900 "build-tsan/$b" --gtest_brief=1
   done
 fi
 echo "== all tests passed =="

@@ -151,8 +151,9 @@ void LayerSummaries::Finish(const std::vector<float>& mins, const std::vector<fl
 }
 
 // The hot loop. Cloned for x86-64-v3 (AVX2 + FMA) with a baseline fallback, picked by the
-// loader; the inner loop over blocks vectorises in both.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// loader; the inner loop over blocks vectorises in both. Not under ThreadSanitizer: the loader
+// runs the clone's resolver before the sanitizer's runtime is up, and it crashes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 static void

@@ -1,0 +1,146 @@
+// The decode node's side of the KV link: control messages from prefill nodes (each request
+// listens to one link), links that go down, on-demand pulls and the local recompute of KV the
+// link no longer brings. See decode_node.h.
+#include <cstring>
+
+#include "core/log.h"
+#include "node/decode/decode_node.h"
+
+namespace smartgen::node {
+
+void DecodeNode::Reject(transfer::PeerId peer, std::uint32_t type, const Status& why) {
+  bad_control_->Increment();
+  SG_LOG_WARN("decode", "{}: rejected a control message of type {} from peer {}: {}", config_.name,
+              type, peer.value, why.ToString());
+}
+
+void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
+  auto m = DecodeControl(type, bytes);
+  if (!m.ok()) return Reject(peer, type, m.status());
+  if (m->type == ControlType::kRequested) return Reject(peer, type, InvalidArgument("decode nodes do not serve blocks"));
+  RequestPtr r = FindRequest(m->request_id);
+  if (r == nullptr) {
+    // Finished or cancelled here already: let the prefill node free the KV.
+    if (m->type == ControlType::kPrefillDone) endpoint_->FinishRequest(peer, m->request_id).IgnoreError();
+    return;
+  }
+  if (r->call.mode == TransferMode::kColocated) {
+    return Reject(peer, type, InvalidArgument("request {} is colocated", m->request_id));
+  }
+  std::lock_guard<std::mutex> lock(r->mu);
+  // A request listens to one link: the first that speaks for it (PrefillStarted).
+  if (!r->peer) r->peer = peer;
+  if (*r->peer != peer) {
+    return Reject(peer, type, PermissionDenied("request {} is tied to another KV link", m->request_id));
+  }
+  r->state.Progress(core::NowNanos());
+  if (r->state.state() == DecodeState::kRegistered) Move(*r, DecodeState::kAwaitingKv);
+  Status st;
+  switch (m->type) {
+    case ControlType::kPrefillStarted: break;
+    case ControlType::kPrefillDone:
+      if (m->n_prompt != static_cast<std::int64_t>(r->call.prompt.size()) ||
+          m->first_token >= rt_.model->config().n_vocab) {
+        st = DataLoss("prefill_done for {} prompt tokens, token {}", m->n_prompt, m->first_token);
+        break;
+      }
+      if (r->prefill_done) break;
+      r->prefill_done = true;
+      r->first_token = m->first_token;
+      r->prefill_done_at = core::NowNanos();
+      // Token 1 travels one way: from the prefill node over the KV link (control frames go
+      // before data frames), then to the router on this request's stream, at once.
+      r->events->Push(ToJson(DecodeEvent::Token(0, m->first_token)).dump());
+      engine_->Wake();
+      break;
+    case ControlType::kPrefillFailed:
+      WantFallback(*r, "the prefill node failed: " + m->failure.ToString());
+      break;
+    case ControlType::kSummaries:
+    case ControlType::kProactiveManifest:
+      if (!r->smartgen) {
+        st = InvalidArgument("request {} is not a SmartGen request", m->request_id);
+      } else {
+        st = m->type == ControlType::kSummaries ? r->smartgen->AddSummaries(m->summaries)
+                                                : r->smartgen->AddManifest(m->layer, m->blocks);
+        if (st.ok()) engine_->Wake();
+      }
+      break;
+    case ControlType::kRequested: break;  // refused above
+  }
+  if (!st.ok()) Reject(peer, type, st);
+}
+
+void DecodeNode::OnPeerDown(transfer::PeerId peer, const Status& why) {
+  std::vector<RequestPtr> affected;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, r] : requests_) affected.push_back(r);
+  }
+  for (auto& r : affected) {
+    std::lock_guard<std::mutex> lock(r->mu);
+    if (r->peer != peer) continue;
+    const DecodeState s = r->state.state();
+    if (s == DecodeState::kRegistered || s == DecodeState::kAwaitingKv) {
+      WantFallback(*r, "KV link lost: " + why.ToString());
+    } else if (r->smartgen && s == DecodeState::kRunning) {
+      r->smartgen->OnLinkDown();  // decoding: the session recomputes what is missing
+    }
+  }
+}
+
+Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<select::BlockKey>& keys) {
+  std::optional<transfer::PeerId> peer;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    peer = r.peer;
+  }
+  if (!peer) return Unavailable("request {} has no KV peer yet", r.call.request_id);
+  const std::uint64_t id = r.call.request_id;
+  endpoint_->SendControl(*peer, static_cast<std::uint32_t>(ControlType::kRequested),
+                         EncodeControl(ControlMessage::Requested(id, keys)))
+      .IgnoreError();
+  transfer::TransferRequest t;
+  t.direction = transfer::Direction::kPull;
+  t.priority = transfer::Priority::kOnDemand;
+  t.deadline = core::Deadline::After(r.call.timeout_ms * core::kNanosPerMilli);
+  for (const auto& k : keys) {
+    t.ranges.push_back({id, static_cast<std::uint32_t>(k.layer), static_cast<std::uint32_t>(k.head),
+                        static_cast<std::uint32_t>(k.block), 1});
+  }
+  SG_ASSIGN_OR_RETURN(transfer::TransferHandle handle, endpoint_->Post(*peer, t));
+  endpoint_->Release(handle);  // arrival is tracked by residency
+  return Status::Ok();
+}
+
+Status DecodeNode::RecomputeMissing(DecodeRequest& r) {
+  // Runs inside a decode step: a second Forward (its own scratch) computes the prompt into a
+  // scratch sequence, and every block still absent is copied over.
+  const std::uint64_t id = r.call.request_id;
+  endpoint_->CancelRequest(id);
+  fallbacks_->Increment();
+  SG_LOG_WARN("decode", "request {}: KV link lost or too slow mid-decode; recomputing the missing KV", id);
+  kv::SequenceKv scratch(rt_.blocks.get());
+  SG_RETURN_IF_ERROR(recompute_forward_->RunOne(&scratch, r.call.prompt, nullptr));
+  kv::Residency& residency = r.entry->residency;
+  const kv::KvGeometry& g = rt_.blocks->geometry();
+  for (int l = 0; l < g.n_layers; ++l) {
+    for (int h = 0; h < g.n_kv_heads; ++h) {
+      for (std::int64_t b = 0; b < residency.n_blocks(); ++b) {
+        if (residency.present(l, h, b)) continue;
+        // Only the prompt's rows: the last block may also hold generated tokens' rows.
+        const std::int64_t rows = std::min<std::int64_t>(g.block_tokens, r.entry->n_prompt - b * g.block_tokens);
+        std::byte* dst = r.entry->kv.BlockData(l, h, b);
+        const std::byte* src = scratch.BlockData(l, h, b);
+        std::memcpy(dst, src, rows * g.row_bytes());
+        std::memcpy(dst + g.half_block_bytes(), src + g.half_block_bytes(), rows * g.row_bytes());
+        residency.MarkPresent(l, h, b);
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.recomputed = true;
+  return Status::Ok();
+}
+
+}  // namespace smartgen::node
