@@ -46,13 +46,17 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
     r.link_mbps = Num(j, "link_mbps", 0);
     r.output_tokens = static_cast<int>(Num(j, "output_tokens", 64));
     r.ttft_ms = Num(j, "ttft_ms", 0);
+    if (j.contains("options")) {
+      if (!j["options"].is_object()) return InvalidArgument("{}:{}: options must be an object", path, n);
+      r.options = j["options"];
+    }
     r.ttst_ms = Num(j, "ttst_ms", 0);
     r.mean_tbt_ms = Num(j, "mean_tbt_ms", 0);
     r.e2e_ms = Num(j, "e2e_ms", 0);
     r.bytes_over_full = Num(j, "bytes_over_full", 0);
     r.time_to_exact_ms = Num(j, "time_to_exact_ms", -1);
-    if (r.prompt_tokens <= 0 || r.link_mbps <= 0 || r.ttft_ms <= 0) {
-      return InvalidArgument("{}:{}: prompt_tokens, link_mbps and ttft_ms must be > 0", path, n);
+    if (r.prompt_tokens <= 0 || r.link_mbps <= 0 || r.ttft_ms < 0) {
+      return InvalidArgument("{}:{}: prompt_tokens and link_mbps must be > 0", path, n);
     }
     out.push_back(r);
   }
@@ -76,7 +80,7 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     Hardware hw = options.cpu;
     if (options.calibration == Calibration::kRecorded) {
       const CostModel base(hw, shape);
-      hw.compute_eff *= base.Prefill(m.prompt_tokens) / (m.ttft_ms / 1e3);
+      if (m.ttft_ms > 0) hw.compute_eff *= base.Prefill(m.prompt_tokens) / (m.ttft_ms / 1e3);
       auto it = colocated.find({m.prompt_tokens, m.ratio});
       if (it != colocated.end() && it->second->mean_tbt_ms > 0) {
         // Mean dense step over the output (context grows by output_tokens / 2 on average).
@@ -93,6 +97,12 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     spec.options.link.gbps = m.link_mbps / 1e3;
     spec.options.link.latency_s = options.latency_s;
     spec.options.smartgen = options.smartgen;
+    if (!m.options.empty()) {
+      // The run's options over the defaults (the same keys as a request's smartgen.options).
+      nlohmann::json merged = ToJson(options.smartgen);
+      merged.update(m.options);
+      SG_ASSIGN_OR_RETURN(spec.options.smartgen, ParseSmartgenSimOptions(merged));
+    }
     spec.options.max_batch = 1;
     WorkloadOptions w;
     w.prompt_min = w.prompt_max = m.prompt_tokens;
@@ -105,6 +115,8 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     row["ratio"] = m.ratio;
     row["link_mbps"] = m.link_mbps;
     row["mode"] = ModeName(m.mode);
+    row["output_tokens"] = m.output_tokens;
+    row["options"] = m.options;
     row["simulated_mode"] = sim["mode"];
     row["measured"] = {{"ttft_ms", m.ttft_ms}, {"ttst_ms", m.ttst_ms}, {"mean_tbt_ms", m.mean_tbt_ms},
                        {"e2e_ms", m.e2e_ms}, {"bytes_over_full", m.bytes_over_full},

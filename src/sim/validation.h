@@ -1,13 +1,14 @@
 // Validation: replays measured `smartgen bench ttst` records in the simulator and compares.
 //
 // A record is one JSON line: prompt_tokens, ratio (target R), link_mbps, mode, output_tokens
-// (default 64), and the measured ttft_ms, ttst_ms, mean_tbt_ms, e2e_ms, bytes_over_full,
-// time_to_exact_ms (null when not exact). Each record is simulated as its run was: one
+// (default 64), options (the run's --options object, default {}), and the measured ttft_ms
+// (0 or absent: unknown), ttst_ms, mean_tbt_ms, e2e_ms, bytes_over_full, time_to_exact_ms
+// (null when not exact); '#' lines are comments. Each record is simulated as its run was: one
 // prefill node and one decode node on one link of link_mbps (latency_s), the same prompt
 // length, mode and output length, on the "cpu" preset with one of two calibrations:
 //   kPreset   - the preset as it is (one calibration for the whole sweep);
 //   kRecorded - the settings the benchmark itself records per run: the prefill time of that
-//               request (its TTFT; bench ttst measures R from it) and the decode step of the
+//               request (its TTFT, when recorded; bench ttst measures R from it) and the decode step of the
 //               colocated record of the same (prompt, R) point (the floor every mode is
 //               compared with); colocated's own TBT is then an input, not a prediction.
 //
@@ -32,6 +33,7 @@ struct MeasuredRecord {
   double link_mbps = 0;
   Mode mode = Mode::kSmartgen;
   int output_tokens = 64;
+  nlohmann::json options = nlohmann::json::object();  // SmartGen options of the run
   double ttft_ms = 0, ttst_ms = 0, mean_tbt_ms = 0, e2e_ms = 0, bytes_over_full = 0;
   double time_to_exact_ms = -1;  // -1 = not exact by the end
 };

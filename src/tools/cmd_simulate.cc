@@ -66,7 +66,7 @@ struct SimulateCmdOptions {
   std::string selection = "random-weights";
   double slo_ttft_ms = 0, slo_ttst_ms = 0, slo_tbt_ms = 0;
   std::string out, records;
-  std::string validate;
+  std::vector<std::string> validate;
   std::string calibration = "recorded";
 };
 
@@ -106,7 +106,11 @@ class ProgressLine {
 };
 
 Status RunValidate(const SimulateCmdOptions& o) {
-  SG_ASSIGN_OR_RETURN(auto records, sim::ReadMeasuredRecords(o.validate));
+  std::vector<sim::MeasuredRecord> records;
+  for (const std::string& path : o.validate) {
+    SG_ASSIGN_OR_RETURN(auto file_records, sim::ReadMeasuredRecords(path));
+    records.insert(records.end(), file_records.begin(), file_records.end());
+  }
   sim::ValidationOptions v;
   SG_ASSIGN_OR_RETURN(v.cpu, LoadHardware(o, "cpu"));
   SG_ASSIGN_OR_RETURN(v.stats, sim::SelectionStatsByName(o.selection));
@@ -303,7 +307,8 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_option("--out", o->out, "also write the JSON lines (or the validation report) here");
   cmd->add_option("--records", o->records, "write every request's record here (JSONL)");
   cmd->add_option("--validate", o->validate,
-                  "replay measured bench ttst records (JSONL) and compare");
+                  "replay measured bench ttst records (JSONL files, a list) and compare")
+      ->delimiter(',');
   cmd->add_option("--calibration", o->calibration, "validation: recorded | preset")
       ->capture_default_str();
   cmd->callback([o] {

@@ -57,6 +57,36 @@ TEST(SimValidation, RecordedR4PointAgreesWithin15Percent) {
   }
 }
 
+TEST(SimValidation, LongOutputAndAblationRunsAgree) {
+  // The 640-token run (time to exact, every byte) and the ablation (options per record),
+  // with the sweep's colocated R = 4 record as the decode step.
+  auto extra = ReadMeasuredRecords(std::string(SMARTGEN_SOURCE_DIR) +
+                                   "/tests/sim/data/ttst_r4_long_and_ablation_2026-11-30.jsonl");
+  ASSERT_TRUE(extra.ok()) << extra.status().ToString();
+  std::vector<MeasuredRecord> records = Point(4096, 4);
+  records.insert(records.end(), extra->begin(), extra->end());
+  ValidationOptions v;
+  v.cpu = *HardwareByName("cpu");
+  v.stats = *SelectionStatsByName("random-weights");
+  auto report = Validate(records, v);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const nlohmann::json& rows = (*report)["records"];
+  ASSERT_EQ(rows.size(), 10u);
+  for (std::size_t i = 5; i < rows.size(); ++i) {
+    const nlohmann::json& row = rows[i];
+    SCOPED_TRACE(row.dump());
+    EXPECT_LE(Err(row, "ttst"), 0.15);
+    EXPECT_LE(Err(row, "mean_tbt"), 0.15);
+    EXPECT_NEAR(row["simulated"]["bytes_over_full"].get<double>(),
+                row["measured"]["bytes_over_full"].get<double>(), 0.03);
+  }
+  // SmartGen with 640 tokens becomes exact close to layerwise's transfer completion.
+  EXPECT_LE(Err(rows[6], "time_to_exact"), 0.15);
+  EXPECT_TRUE(rows[6]["simulated"]["time_to_exact_ms"].is_number());
+  // Proactive only never fetches and never becomes exact.
+  EXPECT_TRUE(rows[7]["simulated"]["time_to_exact_ms"].is_null());
+}
+
 TEST(SimValidation, MalformedRecordsNameTheLine) {
   const std::string path = ::testing::TempDir() + "/bad_records.jsonl";
   FILE* f = std::fopen(path.c_str(), "w");
