@@ -23,6 +23,7 @@ struct RunOptions {
   float top_p = 1.0f;
   std::uint64_t seed = 0;
   bool chat = false;
+  std::string chat_template;  // --chat-template: a name or Jinja text; implies --chat
   bool json = false;
   bool ignore_eos = false;
 };
@@ -34,11 +35,17 @@ Status Run(const RunOptions& o) {
   }
   SG_ASSIGN_OR_RETURN(Engine e, LoadEngine(o.engine, /*max_tokens=*/1 << 20));
   const tokenizer::Tokenizer& tok = e.model->tokenizer();
-  if (o.chat) {
+  const bool chat = o.chat || !o.chat_template.empty();
+  if (chat) {
+    bool plain = false;
+    SG_RETURN_IF_ERROR(
+        tokenizer::ResolveChatTemplate(o.chat_template, tok.chat_template(), &plain).status());
+    if (plain) std::fprintf(stderr, "warning: the model has no chat template; using the prompt as is\n");
     const tokenizer::ChatMessage messages[] = {{"user", prompt}};
-    SG_ASSIGN_OR_RETURN(prompt, tok.ApplyChatTemplate(messages, /*add_generation_prompt=*/true));
+    SG_ASSIGN_OR_RETURN(prompt, tok.ApplyChatTemplate(messages, /*add_generation_prompt=*/true,
+                                                      o.chat_template));
   }
-  const std::vector<std::int32_t> ids = tok.Encode(prompt, /*add_special=*/true, /*parse_special=*/o.chat);
+  const std::vector<std::int32_t> ids = tok.Encode(prompt, /*add_special=*/true, /*parse_special=*/chat);
   if (!o.json) {
     std::fprintf(stderr, "model: %s\n", e.model->config().ToString().c_str());
     std::fprintf(stderr, "prompt: %zu tokens\n", ids.size());
@@ -108,6 +115,9 @@ void RegisterRun(CLI::App& app) {
   cmd->add_option("--top-p", o->top_p, "top-p (1 = off)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "sampling seed")->capture_default_str();
   cmd->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template");
+  cmd->add_option("--chat-template", o->chat_template,
+                  "chat template to use instead of the model's (implies --chat): " +
+                      tokenizer::ChatTemplateNames() + ", or Jinja template text");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->callback([o] {
