@@ -99,11 +99,41 @@ TEST(GgufReader, ReadsEveryGoldenModelAndVocab) {
   for (const char* rel :
        {"golden/tiny-llama-spm.gguf", "golden/tiny-llama-bpe.gguf", "golden/tiny-qwen2.gguf",
         "golden/tiny-qwen3.gguf", "golden/quant/tiny-llama-q-q8_0.gguf",
-        "golden/quant/tiny-llama-q-q4_k_m.gguf", "vocab/ggml-vocab-gpt-2.gguf",
+        "golden/quant/tiny-llama-q-q4_k_m.gguf", "golden/quant2/tiny-llama-q-iq4_xs.gguf",
+        "golden/quant2/tiny-llama-q-q2_k.gguf", "golden/quant2/tiny-llama-w192-q5_k_m.gguf",
+        "golden/arch/tiny-llama3.gguf", "golden/arch/tiny-phi3.gguf",
+        "golden/arch/tiny-gemma2.gguf", "golden/arch/tiny-gemma3.gguf",
+        "vocab/ggml-vocab-gpt-2.gguf",
         "vocab/ggml-vocab-starcoder.gguf", "vocab/ggml-vocab-phi-3.gguf"}) {
     auto f = GgufFile::Open(SharedPath(rel));
     EXPECT_TRUE(f.ok()) << rel << ": " << f.status().ToString();
   }
+}
+
+// The geometry of every weight type smartgen computes with: ggml's block sizes and bytes.
+TEST(GgmlType, GeometryOfTheWeightTypesMatchesGgml) {
+  struct Want {
+    const char* name;
+    std::int64_t block;
+    std::size_t bytes;
+  };
+  for (const Want& w : {Want{"q4_1", 32, 20}, Want{"q5_0", 32, 22}, Want{"q5_1", 32, 24},
+                        Want{"q2_k", 256, 84}, Want{"q3_k", 256, 110}, Want{"q5_k", 256, 176},
+                        Want{"iq4_nl", 32, 18}, Want{"iq4_xs", 256, 136}}) {
+    GgmlType t;
+    ASSERT_TRUE(ParseGgmlType(w.name, &t)) << w.name;
+    const GgmlTypeInfo info = GetTypeInfo(t);
+    EXPECT_TRUE(info.known) << w.name;
+    EXPECT_EQ(info.block_size, w.block) << w.name;
+    EXPECT_EQ(info.type_size, w.bytes) << w.name;
+    EXPECT_TRUE(IsSupportedWeightType(t)) << w.name;
+  }
+  GgmlType t;
+  ASSERT_TRUE(ParseGgmlType("IQ4_XS", &t));
+  EXPECT_EQ(static_cast<std::uint32_t>(t), 23u);  // ggml's enum value
+  ASSERT_TRUE(ParseGgmlType("iq4_nl", &t));
+  EXPECT_EQ(static_cast<std::uint32_t>(t), 20u);
+  EXPECT_FALSE(IsSupportedWeightType(GgmlType::kQ8_K));  // activations only
 }
 
 // ---- malformed files: each gives a clear error naming the problem, never a crash -----------
