@@ -182,6 +182,24 @@ TEST(SimCluster, ASharedLinkSerialisesTransfersThatPairLinksRunInParallel) {
   EXPECT_NEAR(sum["links"][0]["bytes"].get<double>(), 2 * spec.model.KvBytes(kPrompt) + 128, 1);
 }
 
+TEST(SimCluster, ProgressIsReportedOncePerFinishedRequest) {
+  const ClusterSpec spec = OnePairSpec(Mode::kLayerwise, 1);
+  WorkloadOptions w;
+  w.prompt_min = w.prompt_max = 512;
+  w.output_min = w.output_max = 4;
+  std::vector<int> done;
+  double last_t = -1;
+  auto res = RunCluster(spec, Poisson(2.0, 7, w), [&](int d, int total, double t) {
+    EXPECT_EQ(total, 7);
+    EXPECT_GE(t, last_t);
+    last_t = t;
+    done.push_back(d);
+  });
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(done, (std::vector<int>{1, 2, 3, 4, 5, 6, 7}));
+  for (const auto& r : res->requests) EXPECT_TRUE(r->finished());
+}
+
 TEST(SimCluster, RejectsAClusterItCannotRun) {
   ClusterSpec spec = OnePairSpec(Mode::kFull, 0);
   WorkloadOptions w;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "model/synthetic_model.h"
@@ -107,6 +108,29 @@ TEST(Hardware, PresetsCiteTheirSourceAndScaleWithDevices) {
   EXPECT_DOUBLE_EQ(x8.prefill_flops(), 8 * l20.prefill_flops());
   EXPECT_DOUBLE_EQ(x8.memory_bytes, 8 * l20.memory_bytes);
   EXPECT_EQ(HardwareByName("tpu").status().code(), StatusCode::kNotFound);
+}
+
+TEST(Hardware, CpuCalibrationTakesBenchEngineRates) {
+  const std::string path = (std::filesystem::path(::testing::TempDir()) / "engine.jsonl").string();
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("{\"n_prompt\": 512, \"prefill_gflops\": 270, \"decode_gbs\": 26}\n"
+               "{\"n_prompt\": 4096, \"prefill_gflops\": 250, \"decode_gbs\": 28}\n", f);
+    std::fclose(f);
+  }
+  auto h = CalibrateCpu(path);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_DOUBLE_EQ(h->prefill_flops(), 260e9);
+  EXPECT_DOUBLE_EQ(h->decode_bytes_per_s(), 27e9);
+  EXPECT_NE(h->source.find("engine.jsonl"), std::string::npos);
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs("{\"n_prompt\": 512}\n", f);
+    std::fclose(f);
+  }
+  EXPECT_EQ(CalibrateCpu(path).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CalibrateCpu(path + ".missing").status().code(), StatusCode::kNotFound);
 }
 
 TEST(CostModel, DecodeIsMemoryBoundAndPrefillComputeBound) {
