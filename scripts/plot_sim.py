@@ -6,7 +6,9 @@ against a swept setting, one panel per value of --facet.
   plot_sim.py load.jsonl load.png --x rate_per_s --y result.goodput.requests_per_s \
       --facet decode_nodes --logy 0
 
---y takes a dotted path into a record; several comma-separated paths draw one panel row each.
+--y takes a dotted path into a record (list items by index: result.links.0.utilisation);
+several comma-separated paths draw one panel row each. --series mode,options.proactive_rate
+names lines by several keys.
 --where key=value keeps only matching records (repeatable)."""
 import argparse
 import json
@@ -36,7 +38,7 @@ def main():
     ap.add_argument("png")
     ap.add_argument("--x", default="prompt_tokens")
     ap.add_argument("--y", default="result.ttst_ms.mean")
-    ap.add_argument("--series", default="mode")
+    ap.add_argument("--series", default="mode", help="key(s), comma-separated, naming a line")
     ap.add_argument("--facet", default=None)
     ap.add_argument("--where", action="append", default=[])
     ap.add_argument("--logy", default="1", help="1/0, or one per --y path: 0,1,0")
@@ -62,7 +64,7 @@ def main():
                 x, y = get(r, a.x), get(r, ypath)
                 if x is None or y is None:
                     continue
-                series[get(r, a.series)].append((x, y))
+                series["/".join(str(get(r, k)) for k in a.series.split(","))].append((x, y))
             for name, pts in sorted(series.items(), key=lambda kv: str(kv[0])):
                 pts.sort()
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=str(name))

@@ -21,7 +21,12 @@ class ClusterRun {
       links_.push_back(std::make_unique<Link>(&queue_, o.link, "link" + std::to_string(i)));
     }
     PrefillNode::Hooks ph{[this](SimRequest* r) { KvProgress(r); },
-                          [this](SimRequest* r) { KvChanged(r); }};
+                          [this](SimRequest* r) { KvChanged(r); },
+                          [this](const Link* l) {
+                            int n = 0;
+                            for (const auto& p : prefill_) n += p->running_link() == l ? 1 : 0;
+                            return n;
+                          }};
     for (int i = 0; i < o.n_prefill; ++i) {
       prefill_.push_back(std::make_unique<PrefillNode>(i, &queue_, &prefill_cost_, &spec_.options, ph));
     }

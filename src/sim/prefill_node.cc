@@ -48,8 +48,10 @@ void PrefillNode::PlanSmartgen(SimRequest* r) {
     budget = static_cast<double>(select::ProactiveBudgetForRatio(
         static_cast<std::int64_t>(r->full_kv_bytes), o.proactive_ratio));
   } else {
-    budget = o.proactive_fill * static_cast<double>(select::ProactiveBudgetBytes(
-                                    r->link->bytes_per_second(), EstimatePrefill(n)));
+    double rate = r->link->bytes_per_second();
+    if (o.proactive_rate_share && hooks_.link_prefills) rate /= std::max(1, hooks_.link_prefills(r->link));
+    budget = o.proactive_fill *
+             static_cast<double>(select::ProactiveBudgetBytes(rate, EstimatePrefill(n)));
   }
   // Sliding-window layers are small and go whole; the rest is planned by the select policy.
   summary_bytes_.assign(shape.n_layers, 0);

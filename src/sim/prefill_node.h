@@ -29,6 +29,9 @@ class PrefillNode {
   struct Hooks {
     std::function<void(SimRequest*)> kv_progress;  // a start-condition transfer landed
     std::function<void(SimRequest*)> kv_changed;   // blocks landed (exactness may change)
+    // Prefills now running whose KV goes over `link` (this one included); for
+    // proactive_rate_share. May be empty (then 1).
+    std::function<int(const Link*)> link_prefills;
   };
 
   PrefillNode(int index, EventQueue* queue, const CostModel* cost, const ClusterOptions* options,
@@ -41,6 +44,8 @@ class PrefillNode {
   // The node's prefill-time estimate for n tokens (the cost model: a node that has measured
   // earlier prefills of that length).
   Seconds EstimatePrefill(std::int64_t n) const { return cost_->Prefill(n); }
+  // The link of the request being prefilled, or nullptr.
+  const Link* running_link() const { return running_ != nullptr ? running_->link : nullptr; }
   // The request ended on its decode node: cancel its speculative stream.
   void StopStream(SimRequest* r);
 

@@ -78,6 +78,16 @@ Result<SmartgenSimOptions> ParseSmartgenSimOptions(const nlohmann::json& j) {
   double slack_ms = o.wait_slack_s * 1e3;
   SG_RETURN_IF_ERROR(Take(j, "wait_slack_ms", &slack_ms, 0.0, 1e9));
   o.wait_slack_s = slack_ms / 1e3;
+  if (j.contains("proactive_rate")) {
+    const nlohmann::json& w = j["proactive_rate"];
+    if (w == "configured") {
+      o.proactive_rate_share = false;
+    } else if (w == "share") {
+      o.proactive_rate_share = true;
+    } else {
+      return InvalidArgument("option 'proactive_rate' must be \"configured\" or \"share\"");
+    }
+  }
   if (j.contains("wait")) {
     const nlohmann::json& w = j["wait"];
     if (w == "landed") {
@@ -103,6 +113,7 @@ nlohmann::json ToJson(const SmartgenSimOptions& o) {
           {"proactive_fill", o.proactive_fill},
           {"speculative_fraction", o.pacing.fraction_per_step},
           {"query_window", o.query_window},
+          {"proactive_rate", o.proactive_rate_share ? "share" : "configured"},
           {"wait", o.wait == WaitPolicy::kBounded ? "bounded" : "landed"},
           {"wait_factor", o.wait_factor},
           {"wait_slack_ms", o.wait_slack_s * 1e3}};

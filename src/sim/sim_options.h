@@ -41,6 +41,10 @@ struct SmartgenSimOptions {
   bool predict_next = true;
   double proactive_ratio = 0;   // > 0: size the proactive set for this R instead of the link
   double proactive_fill = 0.85; // share of the link's capacity during prefill
+  // What-if (not what the node does today): size the proactive set for the share of the link
+  // this request gets, the rate divided by the prefills pushing on the same link when it
+  // starts, as a node that measures its link rate would (issue 15). false = configured rate.
+  bool proactive_rate_share = false;
   int query_window = 32;        // last prompt queries scoring blocks (prefill-side cost)
   WaitPolicy wait = WaitPolicy::kUntilLanded;
   double wait_factor = 1.0;     // bounded: x the layer's own compute time
@@ -50,8 +54,9 @@ struct SmartgenSimOptions {
 };
 
 // Keys: budget_fraction, budget_blocks, sink_blocks, local_blocks, on_demand, speculative,
-// predict_next, proactive_ratio, proactive_fill, speculative_fraction, query_window, and
-// wait ("landed" | "bounded"), wait_factor, wait_slack_ms. Missing keys keep defaults;
+// predict_next, proactive_ratio, proactive_fill, speculative_fraction, query_window, and the
+// simulator's wait ("landed" | "bounded"), wait_factor, wait_slack_ms, proactive_rate
+// ("configured" | "share"). Missing keys keep defaults;
 // kInvalidArgument names a bad one.
 Result<SmartgenSimOptions> ParseSmartgenSimOptions(const nlohmann::json& j);
 nlohmann::json ToJson(const SmartgenSimOptions& o);
