@@ -173,7 +173,8 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
   // decode node fell back, or failed) so a hung prefill node holds nothing.
   json prefill_stats = nullptr;
   Status prefill_status;
-  AbortableCall prefill_call;
+  AbortableCall prefill_call;  // aborted here when the stream ends, or by the health checks
+  std::atomic<bool> decode_over{false};
   std::optional<NodePool::CallGuard> prefill_guard;
   std::thread prefill_thread;
   if (p && accepted) {
@@ -198,7 +199,7 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
         return;  // token 1 comes on the decode stream (PrefillDone crossed the KV link)
       }
       prefill_status = parsed.status();
-      if (prefill_call.aborted()) return;  // the decode side ended first
+      if (decode_over.load()) return;  // aborted here: the decode side ended first
       const StatusCode c = prefill_status.code();
       if (IsRequestError(c) || c == StatusCode::kResourceExhausted) {
         cancel_at(d);  // the request itself is bad (or the node is full): no fallback
@@ -213,6 +214,7 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
   }
   decode_thread.join();
   if (prefill_thread.joinable()) {
+    decode_over.store(true);
     prefill_call.Abort();
     prefill_thread.join();
   }
