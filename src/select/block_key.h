@@ -76,6 +76,9 @@ class BlockSet {
 // The prompt blocks chosen in one layer: per KV head, ascending unique block indices.
 struct LayerSelection {
   std::vector<std::vector<std::int32_t>> heads;  // [n_kv_heads][k]
+  // The Quest upper bound of each selected block's attention logit (q.k / sqrt(head_dim)),
+  // parallel to `heads`; empty when the selection was not scored (every block selected).
+  std::vector<std::vector<float>> scores;
 
   std::int64_t total() const {
     std::int64_t n = 0;

@@ -45,6 +45,7 @@ OnDemandSelector::OnDemandSelector(const model::ModelConfig& config, std::int32_
 }
 
 void OnDemandSelector::SelectAll(LayerSelection* out) const {
+  out->scores.clear();
   out->heads.resize(n_kv_heads_);
   for (auto& h : out->heads) {
     h.resize(n_blocks_);
@@ -63,11 +64,14 @@ void OnDemandSelector::Select(int layer, const float* q, const LayerSummaries& s
     return;
   }
   out->heads.resize(n_kv_heads_);
+  out->scores.resize(n_kv_heads_);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
   for (int h = 0; h < n_kv_heads_; ++h) {
     std::vector<std::int32_t>& sel = out->heads[h];
     sel.clear();
     for (std::int32_t b = 0; b < sinks; ++b) sel.push_back(b);
-    if (!streaming_[std::size_t(layer) * n_kv_heads_ + h]) {
+    const bool scored = !streaming_[std::size_t(layer) * n_kv_heads_ + h];
+    if (scored) {
       summaries.UpperBounds(h, q + std::size_t(h) * n_group_ * head_dim_, n_group_, scores_.data());
       std::int32_t* first = order_.data();
       std::iota(first, first + middle, sinks);
@@ -80,6 +84,9 @@ void OnDemandSelector::Select(int layer, const float* q, const LayerSummaries& s
     }
     for (std::int32_t b = local_begin; b < n_blocks_; ++b) sel.push_back(b);
     std::sort(sel.begin(), sel.end());
+    std::vector<float>& sc = out->scores[h];
+    sc.resize(sel.size());
+    for (std::size_t i = 0; i < sel.size(); ++i) sc[i] = scored ? scores_[sel[i]] * scale : 0.0f;
   }
   last_[layer] = *out;
 }

@@ -85,8 +85,9 @@ TEST_F(SmartgenDeployment, SelectingEveryBlockEqualsLayerwise) {
   // fetched on demand and merged by LSE, so the output is exact from the first step.
   for (bool speculative : {false, true}) {
     json stats;
+    // No wait bound: every step waits for what it selected.
     const json options = {{"budget_fraction", 1.0}, {"proactive_ratio", 8.0},
-                          {"speculative", speculative}};
+                          {"speculative", speculative}, {"wait_bound_ms", 1e6}};
     auto got = Run("smartgen", prompt, 16, options, &stats);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(*got, want) << stats.dump();
@@ -174,7 +175,8 @@ TEST_F(SmartgenDeployment, LinkDyingMidDecodeIsRecoveredExactly) {
   const auto prompt = SmartgenPrompt(400, 4);
   const auto want = Reference(prompt, 12);
   json stats;
-  auto got = Run("smartgen", prompt, 12, json{{"budget_fraction", 1.0}, {"proactive_ratio", 8.0}}, &stats);
+  auto got = Run("smartgen", prompt, 12,
+                 json{{"budget_fraction", 1.0}, {"proactive_ratio", 8.0}, {"wait_bound_ms", 1e6}}, &stats);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, want) << stats.dump();
   EXPECT_TRUE(stats.value("fallback", false) || stats.value("recomputed_locally", false)) << stats.dump();

@@ -40,6 +40,10 @@ Result<SmartgenOptions> ParseSmartgenOptions(const json& j) {
   SG_RETURN_IF_ERROR(Take(j, "proactive_fill", &o.proactive_fill, 0.0, 1.0));
   SG_RETURN_IF_ERROR(Take(j, "speculative_fraction", &o.pacing.fraction_per_step, 0.0, 1.0));
   SG_RETURN_IF_ERROR(Take(j, "query_window", &o.query_window, 1, 1024));
+  SG_RETURN_IF_ERROR(Take(j, "wait_bound_ms", &o.wait_bound_ms, -1.0, 1e7));
+  SG_RETURN_IF_ERROR(Take(j, "wait_factor", &o.wait_factor, 0.0, 1e3));
+  SG_RETURN_IF_ERROR(Take(j, "wait_slack_ms", &o.wait_slack_ms, 0.0, 1e4));
+  SG_RETURN_IF_ERROR(Take(j, "max_fetch_blocks", &o.max_fetch_blocks, 0, 1 << 20));
   o.proactive.sink_blocks = o.on_demand.sink_blocks;
   o.proactive.last_blocks = o.on_demand.local_blocks;
   return o;
@@ -57,7 +61,11 @@ json ToJson(const SmartgenOptions& o) {
           {"proactive_ratio", o.proactive_ratio},
           {"proactive_fill", o.proactive_fill},
           {"speculative_fraction", o.pacing.fraction_per_step},
-          {"query_window", o.query_window}};
+          {"query_window", o.query_window},
+          {"wait_bound_ms", o.wait_bound_ms},
+          {"wait_factor", o.wait_factor},
+          {"wait_slack_ms", o.wait_slack_ms},
+          {"max_fetch_blocks", o.max_fetch_blocks}};
 }
 
 }  // namespace smartgen::node

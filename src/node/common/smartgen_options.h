@@ -4,7 +4,8 @@
 //
 //   {"budget_fraction": 0.125, "budget_blocks": 0, "sink_blocks": 1, "local_blocks": 2,
 //    "on_demand": true, "speculative": true, "predict_next": true,
-//    "proactive_ratio": 0, "proactive_fill": 0.85, "speculative_fraction": 0.1, "query_window": 32}
+//    "proactive_ratio": 0, "proactive_fill": 0.85, "speculative_fraction": 0.1, "query_window": 32,
+//    "wait_bound_ms": -1, "wait_factor": 1.0, "wait_slack_ms": 0.05, "max_fetch_blocks": 0}
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,17 @@ struct SmartgenOptions {
   // and the configured rate, and the first push can only start when layer 0 is done).
   double proactive_fill = 0.85;
   int query_window = 32;               // last prompt queries scoring blocks (SnapKV-style)
+  // The step never waits on the link beyond a bound (DESIGN.md 4.2): a layer waits for its
+  // on-demand blocks at most wait_bound_ms (< 0: auto, wait_factor x the layer's own measured
+  // local attention time + wait_slack_ms); blocks that have not landed are left out of this
+  // step (the LSE merge covers what is present) and used from the step they land in. A wait
+  // that reaches the node's step timeout means a hung link: the missing KV is computed here.
+  double wait_bound_ms = -1;
+  double wait_factor = 1.0;
+  double wait_slack_ms = 0.05;
+  // Blocks one layer-step fetches at most, highest score first (0: sized from the link rate
+  // the endpoint measures, so what is asked for is what can arrive within about a step).
+  int max_fetch_blocks = 0;
 };
 
 // Missing fields keep their defaults; wrong types or ranges are kInvalidArgument naming the

@@ -218,6 +218,7 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call) {
           return rr ? RecomputeMissing(*rr) : Cancelled("request ended");
         },
         core::Seconds(config_.step_timeout_s));
+    session->set_link_rate([this] { return endpoint_->GetMetrics().receive_gbps * 1e9 / 8; });
     session->set_on_exact([this, weak] {
       auto rr = weak.lock();
       if (!rr) return;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/attention.h"
 #include "kernels/lse_merge.h"
@@ -27,6 +28,7 @@ SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceK
       manifest_(config.n_layers),
       manifest_seen_(config.n_layers, 0),
       layer_stall_ms_(config.n_layers, 0.0),
+      local_ms_(config.n_layers, 0.0),
       o2_(static_cast<std::size_t>(config.n_group()) * config.head_dim),
       lse_(config.n_group()),
       lse2_(config.n_group()),
@@ -92,15 +94,10 @@ Status SmartgenSession::AttendDense(int layer, const float* q, std::int64_t pos,
   return Status::Ok();
 }
 
-Status SmartgenSession::Request(int layer, const select::LayerSelection& sel,
-                                std::vector<select::BlockKey>* missing) {
+Status SmartgenSession::RequestKeys(std::span<const select::BlockKey> keys) {
   scratch_keys_.clear();
-  for (int h = 0; h < static_cast<int>(sel.heads.size()); ++h) {
-    for (std::int32_t b : sel.heads[h]) {
-      if (residency_->present(layer, h, b)) continue;
-      if (missing) missing->push_back({layer, h, b});
-      if (residency_->MarkRequested(layer, h, b)) scratch_keys_.push_back({layer, h, b});
-    }
+  for (const select::BlockKey& k : keys) {
+    if (residency_->MarkRequested(k.layer, k.head, k.block)) scratch_keys_.push_back(k);
   }
   if (scratch_keys_.empty()) return Status::Ok();
   blocks_fetched_ += std::ssize(scratch_keys_);
@@ -109,6 +106,36 @@ Status SmartgenSession::Request(int layer, const select::LayerSelection& sel,
     for (const auto& k : scratch_keys_) residency_->MarkAbsent(k.layer, k.head, k.block);
   }
   return st;
+}
+
+Status SmartgenSession::Request(int layer, const select::LayerSelection& sel,
+                                std::vector<select::BlockKey>* missing) {
+  std::vector<select::BlockKey> keys;
+  for (int h = 0; h < static_cast<int>(sel.heads.size()); ++h) {
+    for (std::int32_t b : sel.heads[h]) {
+      if (residency_->present(layer, h, b)) continue;
+      if (missing) missing->push_back({layer, h, b});
+      keys.push_back({layer, h, b});
+    }
+  }
+  return RequestKeys(keys);
+}
+
+std::int64_t SmartgenSession::FetchCap() const {
+  if (options_.max_fetch_blocks > 0) return options_.max_fetch_blocks;
+  // What the link brings in about two steps, spread over the layers: more would only queue
+  // behind itself (the rest comes later, or with the speculative stream).
+  const double rate = link_bytes_per_s_;  // measured at the step's start; 0 = not yet
+  if (rate <= 0 || step_ms_ <= 0) return kDefaultFetchCap;
+  const double blocks = rate * 2 * step_ms_ / 1e3 / static_cast<double>(kv_->geometry().block_bytes()) /
+                        static_cast<double>(config_.n_layers);
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(blocks)), 1, kDefaultFetchCap * 16);
+}
+
+core::Nanos SmartgenSession::WaitBound(int layer) const {
+  if (options_.wait_bound_ms >= 0) return static_cast<core::Nanos>(options_.wait_bound_ms * core::kNanosPerMilli);
+  return static_cast<core::Nanos>((options_.wait_factor * local_ms_[layer] + options_.wait_slack_ms) *
+                                  core::kNanosPerMilli);
 }
 
 void SmartgenSession::RequestPredicted(int layer) {
@@ -152,6 +179,13 @@ Status SmartgenSession::Recover(const Status& why) {
 }
 
 Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, float* out) {
+  if (layer == 0) {
+    const core::Nanos now = core::NowNanos();
+    if (step_start_ != 0) step_ms_ = step_ms_ == 0 ? core::ToMillis(now - step_start_)
+                                                   : 0.8 * step_ms_ + 0.2 * core::ToMillis(now - step_start_);
+    step_start_ = now;
+    if (link_rate_ && exact_at_ == 0) link_bytes_per_s_ = link_rate_();
+  }
   CheckExact();
   if (exact_at_ != 0 || residency_->LayerComplete(layer)) return AttendDense(layer, q, pos, out);
   if (link_down_.load() && options_.fetch_on_demand) {
@@ -166,21 +200,49 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   if (summaries == nullptr) return Internal("layer {} has no summaries", layer);
   select::LayerSelection sel;
   selector_.Select(layer, q, *summaries, &sel);
-
-  std::vector<select::BlockKey> missing;
   ScorePrediction(layer, sel);
-  if (options_.fetch_on_demand) {
-    // This layer's blocks first: the link serves requests of one priority in order.
-    Status st = Request(layer, sel, &missing);
+
+  // The selected blocks that are not here, highest score first.
+  struct Missing {
+    float score;
+    select::BlockKey key;
+  };
+  std::vector<Missing> missing;
+  for (int h = 0; h < config_.n_kv_heads; ++h) {
+    for (std::size_t i = 0; i < sel.heads[h].size(); ++i) {
+      const std::int32_t b = sel.heads[h][i];
+      if (residency_->present(layer, h, b)) continue;
+      missing.push_back({sel.scores.empty() ? 0.0f : sel.scores[h][i], {layer, h, b}});
+    }
+  }
+  std::stable_sort(missing.begin(), missing.end(), [](const Missing& a, const Missing& b) { return a.score > b.score; });
+  std::vector<select::BlockKey> awaited;  // missing and on its way (requested now or before)
+  if (options_.fetch_on_demand && !missing.empty()) {
+    // This layer's blocks first (the link serves one priority in order), as many as can arrive.
+    std::vector<select::BlockKey> ask;
+    const std::int64_t cap = FetchCap();
+    for (const Missing& m : missing) {
+      if (residency_->state(m.key.layer, m.key.head, m.key.block) == kv::BlockState::kRequested) continue;
+      if (std::ssize(ask) >= cap) {
+        ++fetch_capped_;
+        continue;
+      }
+      ask.push_back(m.key);
+    }
+    Status st = RequestKeys(ask);
     if (!st.ok()) {
       SG_RETURN_IF_ERROR(Recover(st));
       return AttendDense(layer, q, pos, out);
     }
-    RequestPredicted(layer);
+    for (const Missing& m : missing) {
+      if (residency_->state(m.key.layer, m.key.head, m.key.block) != kv::BlockState::kAbsent) awaited.push_back(m.key);
+    }
   }
+  if (options_.fetch_on_demand) RequestPredicted(layer);
 
   // Attend over what is here (selected and present, plus the generated tail) while the
   // missing blocks are in flight.
+  const core::Nanos t_local = core::NowNanos();
   const int g = config_.n_group(), d = config_.head_dim;
   const kernels::AttentionParams p{d, g, 1.0f / std::sqrt(static_cast<float>(d)), kv_->geometry().dtype};
   std::vector<std::vector<std::int32_t>> absent(config_.n_kv_heads);
@@ -194,48 +256,85 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     select::SelectedRefs(*kv_, layer, h, n_prompt_, here, pos, &refs_);
     kernels::AttendBlocks(p, q + h * g * d, pos, refs_, out + h * g * d, head_lse_.data() + h * g);
   }
+  const double local_ms = core::ToMillis(core::NowNanos() - t_local);
+  local_ms_[layer] = local_ms_[layer] == 0 ? local_ms : 0.8 * local_ms_[layer] + 0.2 * local_ms;
   ++steps_;
   selected_ += sel.total();
   missing_ += std::ssize(missing);
   step_selected_ += sel.total();
   step_missing_ += std::ssize(missing);
+
+  // Wait for the awaited blocks, but only up to the bound: a step never waits on the link
+  // longer than that (a bound at or past the step timeout means: wait for all, or recompute).
+  bool merged_any = false;
+  if (!awaited.empty()) {
+    const core::Nanos t0 = core::NowNanos();
+    const core::Nanos bound = std::min(WaitBound(layer), step_timeout_);
+    const Status waited = residency_->WaitUntil(
+        [&] {
+          if (link_down_.load()) return true;
+          for (const auto& k : awaited) {
+            if (!residency_->present(k.layer, k.head, k.block)) return false;
+          }
+          return true;
+        },
+        core::Deadline::After(bound));
+    layer_stall_ms_[layer] += core::ToMillis(core::NowNanos() - t0);
+    bool all = waited.ok();
+    for (const auto& k : awaited) all = all && residency_->present(k.layer, k.head, k.block);
+    if (link_down_.load() || (!all && bound >= step_timeout_)) {
+      SG_RETURN_IF_ERROR(Recover(link_down_.load() ? Unavailable("the KV link went down") : waited));
+      return AttendDense(layer, q, pos, out);
+    }
+    // Merge what landed in time; the rest is left out of this step and used once it is here.
+    for (int h = 0; h < config_.n_kv_heads; ++h) {
+      std::vector<std::int32_t>& arrived = absent[h];
+      std::erase_if(arrived, [&](std::int32_t b) { return !residency_->present(layer, h, b); });
+      if (arrived.empty()) continue;
+      merged_any = true;
+      refs_.clear();
+      select::SelectedRefs(*kv_, layer, h, n_prompt_, arrived, n_prompt_ - 1, &refs_);
+      kernels::AttendBlocks(p, q + h * g * d, pos, refs_, o2_.data(), lse2_.data());
+      for (int j = 0; j < g; ++j) {
+        kernels::LseMergeInto(d, out + (h * g + j) * d, &head_lse_[h * g + j], o2_.data() + j * d,
+                              lse2_[j]);
+      }
+    }
+  }
+  (void)merged_any;
+  RecordPresence(layer, sel);
+  return Status::Ok();
+}
+
+void SmartgenSession::RecordPresence(int layer, const select::LayerSelection& sel) {
+  // Per head, the selected blocks' share of the summary-bound attention mass that took part.
+  double mass = 0, present_mass = 0;
+  std::int64_t late = 0;
+  for (int h = 0; h < config_.n_kv_heads; ++h) {
+    const auto& blocks = sel.heads[h];
+    float top = -std::numeric_limits<float>::infinity();
+    if (!sel.scores.empty()) {
+      for (float v : sel.scores[h]) top = std::max(top, v);
+    }
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      const double w = sel.scores.empty() ? 1.0 : std::exp(static_cast<double>(sel.scores[h][i] - top));
+      const bool here = residency_->present(layer, h, blocks[i]);
+      mass += w;
+      present_mass += here ? w : 0.0;
+      late += here ? 0 : 1;
+    }
+  }
+  late_blocks_ += late;
+  step_mass_ += mass;
+  step_present_mass_ += present_mass;
   if (layer == config_.n_layers - 1) {
     if (step_ratio_.size() < 64 && step_selected_ > 0) {
       step_ratio_.push_back(static_cast<double>(step_missing_) / static_cast<double>(step_selected_));
+      step_present_share_.push_back(step_mass_ > 0 ? step_present_mass_ / step_mass_ : 1.0);
     }
     step_selected_ = step_missing_ = 0;
+    step_mass_ = step_present_mass_ = 0;
   }
-  if (missing.empty()) return Status::Ok();
-
-  // Wait for the fetched blocks, then merge their part.
-  const core::Nanos t0 = core::NowNanos();
-  const Status waited = residency_->WaitUntil(
-      [&] {
-        if (link_down_.load()) return true;
-        for (const auto& k : missing) {
-          if (!residency_->present(k.layer, k.head, k.block)) return false;
-        }
-        return true;
-      },
-      core::Deadline::After(step_timeout_));
-  layer_stall_ms_[layer] += core::ToMillis(core::NowNanos() - t0);
-  bool arrived = waited.ok();
-  for (const auto& k : missing) arrived = arrived && residency_->present(k.layer, k.head, k.block);
-  if (!arrived) {
-    SG_RETURN_IF_ERROR(Recover(waited.ok() ? Unavailable("the KV link went down") : waited));
-    return AttendDense(layer, q, pos, out);
-  }
-  for (int h = 0; h < config_.n_kv_heads; ++h) {
-    if (absent[h].empty()) continue;
-    refs_.clear();
-    select::SelectedRefs(*kv_, layer, h, n_prompt_, absent[h], n_prompt_ - 1, &refs_);
-    kernels::AttendBlocks(p, q + h * g * d, pos, refs_, o2_.data(), lse2_.data());
-    for (int j = 0; j < g; ++j) {
-      kernels::LseMergeInto(d, out + (h * g + j) * d, &head_lse_[h * g + j], o2_.data() + j * d,
-                              lse2_[j]);
-    }
-  }
-  return Status::Ok();
 }
 
 nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_received,
@@ -254,6 +353,9 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
   j["on_demand_ratio"] = selected_ > 0 ? static_cast<double>(missing_) / static_cast<double>(selected_) : 0.0;
   j["on_demand_ratio_per_step"] = step_ratio_;
   j["layer_stall_ms"] = layer_stall_ms_;
+  j["present_mass_share_per_step"] = step_present_share_;
+  j["late_blocks"] = late_blocks_;
+  j["fetch_capped_blocks"] = fetch_capped_;
   j["selective_layer_steps"] = steps_;
   j["blocks_requested"] = blocks_fetched_;
   j["predicted_blocks"] = predicted_;

@@ -16,6 +16,9 @@
 //     been checked on kPredictionWarmup blocks, it goes on only while at least half of the
 //     predicted blocks turn out to be selected (a wrong guess costs link time the real
 //     fetches need).
+//   - the wait for the fetch is bounded (SmartgenOptions::wait_bound_ms, by default about the
+//     layer's own local attention time): what has not landed is left out of this step and
+//     used from the step it lands in; fetches are ranked by score and sized by the link rate;
 //   - if the link dies or a fetch does not land within the step timeout, the missing KV is
 //     recomputed here from the prompt
 //     (Recompute), the request becomes exact, and decoding continues with the right answer.
@@ -68,6 +71,9 @@ class SmartgenSession final : public model::AttentionOverride {
   bool exact() const { return exact_at_ != 0; }
   // Called once, on the engine thread, when the request becomes exact.
   void set_on_exact(std::function<void()> fn) { on_exact_ = std::move(fn); }
+  // The KV link's measured receive rate in bytes/s (0 = unknown); sizes the fetches. Set before
+  // decoding starts; called on the engine thread once per step.
+  void set_link_rate(std::function<double()> fn) { link_rate_ = std::move(fn); }
 
   Status Attend(int layer, const float* q, std::int64_t pos, float* out) override;
 
@@ -84,6 +90,14 @@ class SmartgenSession final : public model::AttentionOverride {
   // still need to arrive are appended to `missing` when not null.
   Status Request(int layer, const select::LayerSelection& sel,
                  std::vector<select::BlockKey>* missing);
+  // Marks the absent ones of `keys` requested and fetches them in one batch.
+  Status RequestKeys(std::span<const select::BlockKey> keys);
+  // Blocks one layer-step asks for at most (SmartgenOptions::max_fetch_blocks or the link rate).
+  std::int64_t FetchCap() const;
+  // How long layer `layer` waits for its fetch (SmartgenOptions::wait_bound_ms or auto).
+  core::Nanos WaitBound(int layer) const;
+  // Per-step statistics: the share of the selection's bound attention mass that was present.
+  void RecordPresence(int layer, const select::LayerSelection& sel);
   Status Recover(const Status& why);
   void CheckExact();
   // Requests layer l+1's predicted blocks, while the prediction keeps paying.
@@ -92,6 +106,7 @@ class SmartgenSession final : public model::AttentionOverride {
   void ScorePrediction(int layer, const select::LayerSelection& sel);
 
   static constexpr std::int64_t kPredictionWarmup = 64;
+  static constexpr std::int64_t kDefaultFetchCap = 64;  // per layer-step, before a rate is known
   static constexpr double kPredictionMinHitRate = 0.5;
 
   const model::ModelConfig& config_;
@@ -104,6 +119,7 @@ class SmartgenSession final : public model::AttentionOverride {
   RecomputeFn recompute_;
   core::Nanos step_timeout_;  // longest wait of one layer-step for its fetch
   std::function<void()> on_exact_;
+  std::function<double()> link_rate_;
   select::OnDemandSelector selector_;
 
   mutable std::mutex mu_;  // guards summaries_, manifest_, link_down_
@@ -120,6 +136,14 @@ class SmartgenSession final : public model::AttentionOverride {
   std::int64_t blocks_fetched_ = 0;   // pulled on demand (predicted included)
   std::int64_t summary_bytes_ = 0, proactive_blocks_ = 0;
   std::vector<double> layer_stall_ms_;     // [n_layers]
+  std::vector<double> local_ms_;           // [n_layers] EWMA of the local attention time
+  core::Nanos step_start_ = 0;
+  double step_ms_ = 0;                     // EWMA of a decode step's duration
+  double link_bytes_per_s_ = 0;            // the link's receive rate at the step's start
+  std::int64_t late_blocks_ = 0;           // selected but not present when the layer attended
+  std::int64_t fetch_capped_ = 0;          // missing blocks not asked for (beyond the cap)
+  double step_mass_ = 0, step_present_mass_ = 0;
+  std::vector<double> step_present_share_;  // per step (first 64): present share of bound mass
   std::vector<double> step_ratio_;         // on-demand ratio per decode step (first 64)
   std::int64_t step_selected_ = 0, step_missing_ = 0;
   std::vector<select::BlockKey> scratch_keys_;

@@ -1,0 +1,154 @@
+// SmartgenSession's bounded wait, without a link: the fetch function only records what it is
+// asked for, and the test "lands" blocks by marking them present. A step attends over exactly
+// the selected blocks present when it runs (the others are left out, not waited for); a block
+// that lands is used from the next step on; nothing is asked for twice. Logits are compared
+// with SelectiveAttention over the same block sets, step by step, on a real forward pass.
+#include <map>
+#include <set>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/thread_pool.h"
+#include "kv/block_pool.h"
+#include "kv/residency.h"
+#include "kv/sequence_kv.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "node/decode/smartgen_session.h"
+#include "node_test_util.h"
+#include "select/block_summary.h"
+#include "select/selective_attention.h"
+
+namespace smartgen::node {
+namespace {
+
+using Key = std::tuple<int, int, int>;
+
+// Selects every prompt block except those in `absent` (what a session attends over).
+class PresentChooser final : public select::BlockChooser {
+ public:
+  PresentChooser(int n_heads, std::int32_t n_blocks) : n_heads_(n_heads), n_blocks_(n_blocks) {}
+  std::set<Key> absent;
+  Status Choose(int layer, const float*, std::int64_t, select::LayerSelection* out) override {
+    out->heads.assign(n_heads_, {});
+    for (int h = 0; h < n_heads_; ++h) {
+      for (std::int32_t b = 0; b < n_blocks_; ++b) {
+        if (!absent.count({layer, h, b})) out->heads[h].push_back(b);
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int n_heads_;
+  std::int32_t n_blocks_;
+};
+
+TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
+  auto model = model::Model::Load(testing::SmallModelPath(51));
+  ASSERT_TRUE(model.ok());
+  const model::ModelConfig& cfg = (*model)->config();
+  core::ThreadPool pool(1);
+  model::Forward forward(**model, &pool);
+  kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32, 16), 1 << 12);
+  std::vector<std::int32_t> prompt(200);
+  for (int i = 0; i < 200; ++i) prompt[i] = 3 + (i * 41) % 250;
+  const std::int32_t n_blocks = (200 + 15) / 16;
+
+  // Two identical prefills: one sequence decodes through the session, the other through
+  // SelectiveAttention over the block sets the session should use.
+  kv::SequenceKv seq_a(&blocks), seq_b(&blocks);
+  for (kv::SequenceKv* s : {&seq_a, &seq_b}) ASSERT_TRUE(forward.RunOne(s, prompt, nullptr).ok());
+
+  kv::Residency residency(cfg.n_layers, cfg.n_kv_heads, n_blocks);
+  residency.MarkAllPresent();
+  const std::set<Key> late = {{1, 0, 3}, {1, 0, 4}, {1, 1, 9}, {2, 1, 7}, {3, 0, 0}};
+  for (const auto& [l, h, b] : late) residency.MarkAbsent(l, h, b);
+
+  SmartgenOptions options;
+  options.on_demand.budget_fraction = 1.0f;  // every block selected
+  options.predict_next = false;
+  options.wait_bound_ms = 0;  // never wait: what is not here is left out
+  std::map<Key, int> asked;
+  SmartgenSession session(
+      cfg, &seq_a, &residency, 200, options, nullptr,
+      [&](const std::vector<select::BlockKey>& keys) {
+        for (const auto& k : keys) ++asked[{k.layer, k.head, k.block}];
+        return Status::Ok();
+      },
+      [] { return Internal("no recompute in this test"); }, core::Seconds(5));
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    const auto wire = select::LayerSummaries::Build(seq_a, l, 200).Serialize();
+    ASSERT_TRUE(session.AddSummaries(wire).ok());
+    ASSERT_TRUE(session.AddManifest(l, {}).ok());
+  }
+  ASSERT_TRUE(session.Ready());
+
+  PresentChooser chooser(cfg.n_kv_heads, n_blocks);
+  chooser.absent = late;
+  select::SelectiveAttention reference(cfg, &seq_b, 200, &chooser);
+  auto step = [&](std::int32_t token, std::vector<float>* la, std::vector<float>* lb) {
+    model::ForwardChunk a, b;
+    a.kv = &seq_a;
+    b.kv = &seq_b;
+    a.tokens = b.tokens = std::span<const std::int32_t>(&token, 1);
+    a.logits = la;
+    b.logits = lb;
+    a.attention = &session;
+    b.attention = &reference;
+    model::ForwardChunk ca[1] = {a}, cb[1] = {b};
+    ASSERT_TRUE(forward.Run(ca).ok());
+    ASSERT_TRUE(forward.Run(cb).ok());
+  };
+  auto max_diff = [](const std::vector<float>& x, const std::vector<float>& y) {
+    double m = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) m = std::max(m, double(std::abs(x[i] - y[i])));
+    return m;
+  };
+
+  // Step 1: the late blocks are asked for once and left out.
+  std::vector<float> la, lb, dense;
+  step(17, &la, &lb);
+  EXPECT_LT(max_diff(la, lb), 1e-4);
+  {
+    // Leaving the blocks out matters: a dense step over the same prompt differs.
+    kv::SequenceKv seq_c(&blocks);
+    ASSERT_TRUE(forward.RunOne(&seq_c, prompt, nullptr).ok());
+    const std::int32_t token = 17;
+    model::ForwardChunk c;
+    c.kv = &seq_c;
+    c.tokens = std::span<const std::int32_t>(&token, 1);
+    c.logits = &dense;
+    model::ForwardChunk cc[1] = {c};
+    ASSERT_TRUE(forward.Run(cc).ok());
+    EXPECT_GT(max_diff(la, dense), 1e-4);
+  }
+  for (const Key& k : late) EXPECT_EQ(asked[k], 1) << std::get<0>(k) << "/" << std::get<1>(k) << "/" << std::get<2>(k);
+  EXPECT_EQ(asked.size(), late.size()) << "only the absent selected blocks are fetched";
+
+  // Two of them land: the next step uses them, and nothing is asked for again.
+  for (const Key& k : {Key{1, 0, 3}, Key{2, 1, 7}}) {
+    residency.MarkPresent(std::get<0>(k), std::get<1>(k), std::get<2>(k));
+    chooser.absent.erase(k);
+  }
+  step(23, &la, &lb);
+  EXPECT_LT(max_diff(la, lb), 1e-4);
+  for (const Key& k : late) EXPECT_EQ(asked[k], 1) << "asked twice";
+
+  // The rest land: from then on the session is exact (dense).
+  for (const auto& [l, h, b] : late) residency.MarkPresent(l, h, b);
+  chooser.absent.clear();
+  step(29, &la, &lb);
+  EXPECT_LT(max_diff(la, lb), 1e-4);
+  EXPECT_TRUE(session.exact());
+
+  const auto stats = session.Stats(0, 0, 0);
+  EXPECT_EQ(stats["late_blocks"].get<std::int64_t>(), 5 + 3) << stats.dump();  // step 1: 5, step 2: 3
+  ASSERT_GE(stats["present_mass_share_per_step"].size(), 2u) << stats.dump();
+  EXPECT_LT(stats["present_mass_share_per_step"][0].get<double>(), 1.0);
+  EXPECT_GT(stats["present_mass_share_per_step"][0].get<double>(), 0.5);
+}
+
+}  // namespace
+}  // namespace smartgen::node
