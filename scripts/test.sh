@@ -25,7 +25,7 @@ if [ "${SMARTGEN_SKIP_ASAN:-0}" != "1" ]; then
     tests/core/core_test tests/gguf/gguf_test tests/kv/kv_test tests/tokenizer/tokenizer_test
     tests/transfer/transfer_unit_test tests/transfer/transfer_net_test tests/node/node_unit_test
     tests/node/node_test
-    tests/server/server_unit_test
+    tests/server/server_unit_test tests/server/server_hardening_test
   )
   targets=()
   for b in "${ASAN_BINARIES[@]}"; do targets+=("$(basename "$b")"); done
@@ -43,7 +43,7 @@ if [ "${SMARTGEN_SKIP_TSAN:-0}" != "1" ]; then
   echo "== sanitizer pass (ThreadSanitizer) =="
   # The threaded layers: node (requests, engine, router), transfer, and the node-side callbacks.
   TSAN_BINARIES=(tests/node/node_unit_test tests/node/node_test tests/transfer/transfer_unit_test
-                 tests/server/server_unit_test)
+                 tests/server/server_unit_test tests/server/server_hardening_test)
   targets=()
   for b in "${TSAN_BINARIES[@]}"; do targets+=("$(basename "$b")"); done
   SMARTGEN_BUILD_TYPE=RelWithDebInfo SMARTGEN_TARGETS="${targets[*]}" scripts/build.sh build-tsan \
