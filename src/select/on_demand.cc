@@ -42,6 +42,7 @@ OnDemandSelector::OnDemandSelector(const model::ModelConfig& config, std::int32_
   }
   scores_.resize(n_blocks_);
   order_.resize(n_blocks_);
+  previous_.resize(n_blocks_);
 }
 
 void OnDemandSelector::SelectAll(LayerSelection* out) const {
@@ -75,12 +76,25 @@ void OnDemandSelector::Select(int layer, const float* q, const LayerSummaries& s
       summaries.UpperBounds(h, q + std::size_t(h) * n_group_ * head_dim_, n_group_, scores_.data());
       std::int32_t* first = order_.data();
       std::iota(first, first + middle, sinks);
+      // The blocks this head chose at the layer's previous step get the hysteresis margin.
+      std::fill(previous_.begin(), previous_.end(), 0);
+      const bool had = last_[layer].heads.size() == static_cast<std::size_t>(n_kv_heads_);
+      if (had) {
+        for (std::int32_t b : last_[layer].heads[h]) previous_[b] = 1;
+      }
+      const float bonus = options_.hysteresis / scale;  // in unscaled bound units
+      auto effective = [&](std::int32_t b) { return scores_[b] + (previous_[b] ? bonus : 0.0f); };
       // Highest score first; ties to the later block (recency).
       auto better = [&](std::int32_t a, std::int32_t b) {
-        return scores_[a] > scores_[b] || (scores_[a] == scores_[b] && a > b);
+        const float ea = effective(a), eb = effective(b);
+        return ea > eb || (ea == eb && a > b);
       };
       std::nth_element(first, first + budget_ - 1, first + middle, better);
       sel.insert(sel.end(), first, first + budget_);
+      if (had) {
+        scored_ += budget_;
+        for (std::int32_t i = 0; i < budget_; ++i) changed_ += previous_[first[i]] ? 0 : 1;
+      }
     }
     for (std::int32_t b = local_begin; b < n_blocks_; ++b) sel.push_back(b);
     std::sort(sel.begin(), sel.end());

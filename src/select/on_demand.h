@@ -41,6 +41,10 @@ struct OnDemandOptions {
   float streaming_threshold = 0.0f;
   // Follow the profile's dense layers (select everything there).
   bool use_dense_layers = true;
+  // Stable selection: a block this layer chose at the previous step keeps its place unless
+  // another outscores it by more than this many logits (scaled bound q.k / sqrt(head_dim)),
+  // so a step does not chase a new set of blocks each time scores barely move. 0 = off.
+  float hysteresis = 0.3f;
 };
 
 class OnDemandSelector {
@@ -63,6 +67,9 @@ class OnDemandSelector {
   // Prediction for layer + 1: what Select last chose in `layer` (every block when layer + 1 is
   // dense; empty before the first Select of `layer`).
   void PredictNext(int layer, LayerSelection* out) const;
+  // Share of the scored blocks chosen by Select that the same layer had not chosen the step
+  // before (0 before two steps).
+  double churn() const { return scored_ > 0 ? static_cast<double>(changed_) / static_cast<double>(scored_) : 0.0; }
 
  private:
   void SelectAll(LayerSelection* out) const;
@@ -78,6 +85,8 @@ class OnDemandSelector {
   std::vector<LayerSelection> last_;  // [n_layers]
   std::vector<float> scores_;         // scratch [n_blocks]
   std::vector<std::int32_t> order_;   // scratch [n_blocks]
+  std::vector<std::uint8_t> previous_;  // scratch [n_blocks]: chosen by the layer's last step
+  std::int64_t scored_ = 0, changed_ = 0;
 };
 
 }  // namespace smartgen::select

@@ -48,6 +48,36 @@ TEST(OnDemand, SelectsSinksLocalWindowAndTheTopScoredBlockPerHead) {
   EXPECT_EQ(out.heads[1], (std::vector<std::int32_t>{0, 12, 18, 19}));
 }
 
+TEST(OnDemand, HysteresisKeepsTheLastChoiceUntilAnotherBlockClearlyOutscoresIt) {
+  const model::ModelConfig c = Config(1, 1, 1, 8);
+  std::vector<float> keys = testing::RandomVector(std::size_t(320) * 8, 5, 0.01f);  // 20 blocks
+  keys[(7 * 16 + 3) * 8 + 0] = 5.0f;   // block 7: strong on channel 0
+  keys[(9 * 16 + 3) * 8 + 0] = 4.9f;   // block 9: nearly as strong, and a little on channel 1
+  keys[(9 * 16 + 3) * 8 + 1] = 0.2f;
+  const LayerSummaries s = LayerSummaries::BuildFromKeys(0, 1, 8, 16, 320, keys);
+  auto chosen = [](const LayerSelection& out) { return out.heads[0][1]; };  // after the sink
+  for (float hysteresis : {0.0f, 0.3f}) {
+    OnDemandOptions o;
+    o.budget_blocks = 1;
+    o.hysteresis = hysteresis;
+    OnDemandSelector sel(c, 20, o, nullptr);
+    LayerSelection out;
+    std::vector<float> q(8, 0.0f);
+    q[0] = 1.0f;
+    sel.Select(0, q.data(), s, &out);
+    ASSERT_EQ(chosen(out), 7);
+    q[1] = 1.0f;  // block 9 now scores a little higher (about 0.1 / sqrt(8) logits)
+    sel.Select(0, q.data(), s, &out);
+    EXPECT_EQ(chosen(out), hysteresis > 0 ? 7 : 9) << "hysteresis " << hysteresis;
+    q[1] = 30.0f;  // now by about 2 logits: the choice moves even with hysteresis
+    sel.Select(0, q.data(), s, &out);
+    EXPECT_EQ(chosen(out), 9) << "hysteresis " << hysteresis;
+    EXPECT_GT(sel.churn(), 0.0);
+    // The stored scores are the true bounds, without the margin.
+    EXPECT_GT(out.scores[0][1], out.scores[0][0]);
+  }
+}
+
 TEST(OnDemand, BudgetFromFractionWithFloor) {
   const model::ModelConfig c = Config(1, 2, 1, 8);
   OnDemandOptions o;

@@ -33,6 +33,7 @@ Result<SmartgenOptions> ParseSmartgenOptions(const json& j) {
   SG_RETURN_IF_ERROR(Take(j, "min_budget_blocks", &o.on_demand.min_budget_blocks, 0, 1 << 20));
   SG_RETURN_IF_ERROR(Take(j, "sink_blocks", &o.on_demand.sink_blocks, 0, 1 << 10));
   SG_RETURN_IF_ERROR(Take(j, "local_blocks", &o.on_demand.local_blocks, 0, 1 << 10));
+  SG_RETURN_IF_ERROR(Take(j, "hysteresis", &o.on_demand.hysteresis, 0.0, 100.0));
   SG_RETURN_IF_ERROR(Take(j, "on_demand", &o.fetch_on_demand, 0, 1));
   SG_RETURN_IF_ERROR(Take(j, "speculative", &o.speculative, 0, 1));
   SG_RETURN_IF_ERROR(Take(j, "predict_next", &o.predict_next, 0, 1));
@@ -55,6 +56,7 @@ json ToJson(const SmartgenOptions& o) {
           {"min_budget_blocks", o.on_demand.min_budget_blocks},
           {"sink_blocks", o.on_demand.sink_blocks},
           {"local_blocks", o.on_demand.local_blocks},
+          {"hysteresis", o.on_demand.hysteresis},
           {"on_demand", o.fetch_on_demand},
           {"speculative", o.speculative},
           {"predict_next", o.predict_next},

@@ -2,7 +2,7 @@
 // to both nodes), with the defaults the paper's full system uses. The flags switch off paths for
 // the paper's ablation: proactive only; + parallel on-demand; + speculative.
 //
-//   {"budget_fraction": 0.125, "budget_blocks": 0, "sink_blocks": 1, "local_blocks": 2,
+//   {"budget_fraction": 0.125, "budget_blocks": 0, "sink_blocks": 1, "local_blocks": 2, "hysteresis": 0.3,
 //    "on_demand": true, "speculative": true, "predict_next": true,
 //    "proactive_ratio": 0, "proactive_fill": 0.85, "speculative_fraction": 0.1, "query_window": 32,
 //    "wait_bound_ms": -1, "wait_factor": 1.0, "wait_slack_ms": 0.05, "max_fetch_blocks": 0}

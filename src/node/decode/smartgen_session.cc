@@ -355,6 +355,7 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
   j["layer_stall_ms"] = layer_stall_ms_;
   j["present_mass_share_per_step"] = step_present_share_;
   j["late_blocks"] = late_blocks_;
+  j["selection_churn"] = selector_.churn();
   j["fetch_capped_blocks"] = fetch_capped_;
   j["selective_layer_steps"] = steps_;
   j["blocks_requested"] = blocks_fetched_;
