@@ -98,8 +98,7 @@ void RequestScores(const model::ModelConfig& config, const kv::SequenceKv& kv, i
   scores->assign(std::size_t(config.n_kv_heads) * nb, 0.0f);
   std::vector<std::int32_t> all(nb);
   std::iota(all.begin(), all.end(), 0);
-  const kernels::AttentionParams p{config.head_dim, config.n_group(),
-                                   1.0f / std::sqrt(static_cast<float>(config.head_dim)), g.dtype};
+  const kernels::AttentionParams p = config.LayerAttention(layer, g.dtype);
   auto heads = [&](std::int64_t begin, std::int64_t end) {
     std::vector<kernels::KvBlockRef> refs;
     for (std::int64_t h = begin; h < end; ++h) {

@@ -36,8 +36,7 @@ class ProfileBuilder::Recorder final : public model::AttentionOverride {
 
   Status Attend(int layer, const float* q, std::int64_t pos, float* out) override {
     const int g = c_.n_group();
-    const kernels::AttentionParams p{c_.head_dim, g, 1.0f / std::sqrt(float(c_.head_dim)),
-                                     kv_->geometry().dtype};
+    const kernels::AttentionParams p = c_.LayerAttention(layer, kv_->geometry().dtype);
     for (int h = 0; h < c_.n_kv_heads; ++h) {
       const std::size_t off = std::size_t(h) * g * c_.head_dim;
       refs_.clear();

@@ -70,8 +70,7 @@ class SelectionEvaluator::Chooser final : public BlockChooser {
  private:
   void Measure(int layer, const float* q, std::int64_t pos, const LayerSelection& sel) {
     const int g = c_.n_group();
-    const kernels::AttentionParams p{c_.head_dim, g, 1.0f / std::sqrt(float(c_.head_dim)),
-                                     kv_->geometry().dtype};
+    const kernels::AttentionParams p = c_.LayerAttention(layer, kv_->geometry().dtype);
     double recall = 0, attended = 0;
     for (int h = 0; h < c_.n_kv_heads; ++h) {
       refs_.clear();

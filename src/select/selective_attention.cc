@@ -62,9 +62,7 @@ Status SelectiveAttention::Attend(int layer, const float* q, std::int64_t pos, f
                     config_.n_kv_heads);
   }
   const int g = config_.n_group();
-  const kernels::AttentionParams p{config_.head_dim, g,
-                                   1.0f / std::sqrt(static_cast<float>(config_.head_dim)),
-                                   kv_->geometry().dtype};
+  const kernels::AttentionParams p = config_.LayerAttention(layer, kv_->geometry().dtype);
   for (int h = 0; h < config_.n_kv_heads; ++h) {
     refs_.clear();
     SelectedRefs(*kv_, layer, h, n_prompt_tokens_, sel.heads[h], pos, &refs_);

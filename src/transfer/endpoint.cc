@@ -47,6 +47,7 @@ Result<PeerId> Endpoint::Accept(Deadline d) { return core_->Accept(d); }
 Result<PeerId> Endpoint::Connect(std::string_view a, Deadline d) { return core_->Connect(a, d); }
 void Endpoint::Disconnect(PeerId p) { core_->Disconnect(p); }
 bool Endpoint::IsConnected(PeerId p) const { return core_->IsConnected(p); }
+double Endpoint::LinkBytesPerSecond(PeerId p) const { return core_->LinkBytesPerSecond(p); }
 Result<TransferHandle> Endpoint::Post(PeerId p, const TransferRequest& r) {
   return core_->Post(p, r);
 }
@@ -126,6 +127,12 @@ bool Endpoint::Core::IsConnected(PeerId peer) const {
   Lock lock(mu_);
   const Session* s = FindSessionLocked(peer);
   return s != nullptr && !s->down;
+}
+
+double Endpoint::Core::LinkBytesPerSecond(PeerId peer) const {
+  Lock lock(mu_);
+  const Session* s = FindSessionLocked(peer);
+  return s != nullptr ? s->link.bytes_per_second() : 0.0;
 }
 
 Status Endpoint::Core::CheckPeerLocked(PeerId peer, const Session* s) const {

@@ -124,6 +124,10 @@ class Endpoint {
   void Disconnect(PeerId peer);
   // Whether `peer` is connected.
   bool IsConnected(PeerId peer) const;
+  // What the link to `peer` carries, in payload+header bytes per second, measured from the
+  // frames this side sent while more data waited behind them (link_estimator.h); 0 until
+  // enough was sent that way (or for an unknown peer).
+  double LinkBytesPerSecond(PeerId peer) const;
 
   // Posts a batch of block ranges. kInvalidArgument (empty, or out of the geometry),
   // kNotFound / kUnavailable (no such peer / peer down), kFailedPrecondition (no source for a

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "transfer/endpoint.h"
+#include "transfer/link_estimator.h"
 #include "transfer/frame.h"
 #include "transfer/lease_table.h"
 #include "transfer/rate_limiter.h"
@@ -50,6 +51,7 @@ struct Session {
   std::vector<AckEntry> acks;      // coalesced into one ACK frame
   SendQueue data;
   core::Nanos last_send = 0;
+  LinkEstimator link;  // the link's rate, from frames sent while more data waited
   core::Nanos last_ack = 0;  // the peer last acknowledged one of our pushed ranges
 
   // Owned by the receiver thread.
@@ -73,6 +75,7 @@ class Endpoint::Core {
   Result<PeerId> Connect(std::string_view address, Deadline deadline);
   void Disconnect(PeerId peer);
   bool IsConnected(PeerId peer) const;
+  double LinkBytesPerSecond(PeerId peer) const;
   Result<TransferHandle> Post(PeerId peer, const TransferRequest& request);
   Result<TransferProgress> Poll(TransferHandle handle) const;
   Status Wait(TransferHandle handle, Deadline deadline);

@@ -109,7 +109,12 @@ void Endpoint::Core::SendChunk(Session& s, const Chunk& chunk, Lock& lock) {
           if (owner->core != nullptr) owner->core->Unpin(rid);
         });
     lock.lock();
+    const core::Nanos frame_start = core::NowNanos();
     send_status = SendFrame(s, header, payload, h.payload_bytes, pin, lock);
+    // A frame with more data waiting behind it went at the link's pace: measure the link.
+    if (send_status.ok() && !s.data.empty()) {
+      s.link.AddBacklogged(kFrameHeaderBytes + h.payload_bytes, core::NowNanos() - frame_start);
+    }
     lock.unlock();
     pin.reset();  // unpins now unless the transport still holds it (it must run unlocked)
     lock.lock();

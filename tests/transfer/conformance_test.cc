@@ -328,6 +328,13 @@ TEST_P(TransferConformance, SlowLinkQueuesFramesWithoutSendingThemTwice) {
   EXPECT_EQ(p.decode_store->PresentBlocks(kRequest), 8u * kBlocks);
   EXPECT_EQ(p.prefill->GetMetrics().retries, 0u);
   EXPECT_EQ(p.decode->GetMetrics().duplicates, 0u);
+  // The sender measured the link it was held to (frames sent with more queued behind them):
+  // never faster than the emulated rate, and close to it unless the machine is slowed down.
+  const double measured = p.prefill->LinkBytesPerSecond(p.decode_peer);
+  const double configured = 0.05e9 / 8;
+  EXPECT_LT(measured, 1.15 * configured);
+  if (!kSanitized) EXPECT_GT(measured, 0.5 * configured);
+  EXPECT_EQ(p.decode->LinkBytesPerSecond(p.prefill_peer), 0.0) << "the decode side sent no data";
 }
 
 TEST_P(TransferConformance, ConnectionCarriesGatheredFrames) {

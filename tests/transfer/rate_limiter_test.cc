@@ -1,5 +1,6 @@
 // The token bucket, driven by a ManualClock: exact, no wall-clock timing.
 #include "transfer/rate_limiter.h"
+#include "transfer/link_estimator.h"
 
 #include <gtest/gtest.h>
 
@@ -80,6 +81,18 @@ TEST(RateLimiter, FramesLargerThanTheBucketStillPass) {
   ManualClock clock(0);
   RateLimiter limiter(8e6, 64 * 1024, clock);
   EXPECT_EQ(limiter.Reserve(64 * 1024 + 1'000'000), core::Seconds(1));
+}
+
+TEST(LinkEstimator, MeasuresTheRateOfBackloggedFramesAndForgetsOldOnes) {
+  LinkEstimator e;
+  EXPECT_EQ(e.bytes_per_second(), 0.0);
+  for (int i = 0; i < 10; ++i) e.AddBacklogged(16 * 1024, core::Millis(16));  // 1 MB/s, 160 KB
+  EXPECT_EQ(e.bytes_per_second(), 0.0) << "too little seen yet";
+  for (int i = 0; i < 40; ++i) e.AddBacklogged(16 * 1024, core::Millis(16));
+  EXPECT_NEAR(e.bytes_per_second(), 1024e3, 1.0);
+  // The link gets 4x faster: the estimate follows within a few hundred frames.
+  for (int i = 0; i < 400; ++i) e.AddBacklogged(16 * 1024, core::Millis(4));
+  EXPECT_NEAR(e.bytes_per_second(), 4096e3, 0.01 * 4096e3);
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ void SmartgenSession::CheckExact() {
 
 Status SmartgenSession::AttendDense(int layer, const float* q, std::int64_t pos, float* out) {
   const int g = config_.n_group(), d = config_.head_dim;
-  const kernels::AttentionParams p{d, g, 1.0f / std::sqrt(static_cast<float>(d)), kv_->geometry().dtype};
+  const kernels::AttentionParams p = config_.LayerAttention(layer, kv_->geometry().dtype);
   for (int h = 0; h < config_.n_kv_heads; ++h) {
     refs_.clear();
     kv_->AllRefs(layer, h, &refs_);
@@ -244,7 +244,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   // missing blocks are in flight.
   const core::Nanos t_local = core::NowNanos();
   const int g = config_.n_group(), d = config_.head_dim;
-  const kernels::AttentionParams p{d, g, 1.0f / std::sqrt(static_cast<float>(d)), kv_->geometry().dtype};
+  const kernels::AttentionParams p = config_.LayerAttention(layer, kv_->geometry().dtype);
   std::vector<std::vector<std::int32_t>> absent(config_.n_kv_heads);
   std::vector<std::int32_t> here;
   for (int h = 0; h < config_.n_kv_heads; ++h) {

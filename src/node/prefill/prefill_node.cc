@@ -193,6 +193,11 @@ Status PrefillNode::Push(transfer::PeerId peer, std::vector<transfer::BlockRange
   return Status::Ok();
 }
 
+double PrefillNode::LinkRate(transfer::PeerId peer) const {
+  const double measured = endpoint_->LinkBytesPerSecond(peer);
+  return measured > 0 ? measured : config_.link_gbps * 1e9 / 8;
+}
+
 double PrefillNode::EstimatePrefillSeconds(std::int64_t n_tokens) const {
   const int bucket = std::bit_width(static_cast<std::uint64_t>(n_tokens));
   std::lock_guard<std::mutex> lock(estimate_mu_);
@@ -379,15 +384,16 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
       n_blocks * static_cast<std::int64_t>(geometry.block_bytes()) * geometry.n_layers * geometry.n_kv_heads;
   std::unique_ptr<SmartgenPrefill> sg;
   if (call.mode == TransferMode::kSmartgen) {
-    // The proactive set is what the link carries while the prefill runs (or a fixed R).
+    // The proactive set is what the link carries while the prefill runs (or a fixed R): the
+    // rate the endpoint measured on this link, the configured one until it has measured.
     std::int64_t budget = full_kv_bytes;
+    const double link_rate = LinkRate(peer);
     if (sg_options.proactive_ratio > 0) {
       budget = select::ProactiveBudgetForRatio(full_kv_bytes, sg_options.proactive_ratio);
-    } else if (config_.link_gbps > 0) {
+    } else if (link_rate > 0) {
       budget = static_cast<std::int64_t>(
           sg_options.proactive_fill *
-          static_cast<double>(select::ProactiveBudgetBytes(config_.link_gbps * 1e9 / 8,
-                                                           EstimatePrefillSeconds(n_prompt))));
+          static_cast<double>(select::ProactiveBudgetBytes(link_rate, EstimatePrefillSeconds(n_prompt))));
     }
     sg = std::make_unique<SmartgenPrefill>(id, rt_.model->config(), geometry, n_prompt, sg_options,
                                            select::PickProfile(rt_.profiles, n_prompt), budget,
@@ -443,7 +449,10 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   PrefillReply reply;
   reply.first_token = first;
   reply.prefill_ms = prefill_ms;
-  reply.stats = {{"kv_bytes", full_kv_bytes}, {"mode", TransferModeName(call.mode)}};
+  reply.stats = {{"kv_bytes", full_kv_bytes},
+                 {"mode", TransferModeName(call.mode)},
+                 {"link_bytes_per_s", LinkRate(peer)},
+                 {"link_measured", endpoint_->LinkBytesPerSecond(peer) > 0}};
   if (sg) reply.stats["smartgen"] = sg->Stats();
   return reply;
 }

@@ -79,6 +79,9 @@ class PrefillNode {
   Status SendControl(transfer::PeerId peer, const ControlMessage& m);
   void OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes);
   void OnPeerDown(transfer::PeerId peer, const Status& why);
+  // The KV link's rate to `peer` in bytes/s: measured by the endpoint, else the configured
+  // emulated rate, else 0 (unknown).
+  double LinkRate(transfer::PeerId peer) const;
   // The estimated prefill time of n tokens, from past prefills (ms per token by length).
   double EstimatePrefillSeconds(std::int64_t n_tokens) const;
   void RecordPrefill(std::int64_t n_tokens, double seconds);

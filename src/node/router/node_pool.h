@@ -42,6 +42,7 @@ class NodePool {
     std::atomic<bool> up{false};
     std::atomic<int> in_flight{0};
     std::atomic<double> prefill_ms_per_token{0};  // EWMA over its replies (0 = none yet)
+    std::atomic<double> link_bytes_per_s{0};      // its KV link rate as it measured it (0 = not yet)
     std::atomic<int> failed_checks{0};
     std::mutex calls_mu;
     std::set<AbortableCall*> calls;  // in flight to this node, aborted when it is marked down

@@ -70,13 +70,17 @@ TransferMode Router::ResolveAuto(const Node& prefill, std::int64_t n_prompt, jso
                           c.head_dim * (info.kv_dtype == "f32" ? 4 : 2);
   const double ms_per_token = prefill.prefill_ms_per_token.load();
   const double prefill_ms = (ms_per_token > 0 ? ms_per_token : 2.0) * static_cast<double>(n_prompt);
-  const double link_ms = info.link_gbps > 0 ? kv_bytes * 8 / (info.link_gbps * 1e9) * 1e3 : 0.0;
+  // The link rate the prefill node measured (reported with each prefill), else its configured one.
+  const double measured = prefill.link_bytes_per_s.load();
+  const double rate = measured > 0 ? measured : info.link_gbps * 1e9 / 8;  // bytes/s
+  const double link_ms = rate > 0 ? kv_bytes / rate * 1e3 : 0.0;
   // Layer-wise transfer hides behind prefill when the link moves the KV at least as fast as
   // prefill produces it.
   const TransferMode choice =
       link_ms <= prefill_ms ? TransferMode::kLayerwise : TransferMode::kSmartgen;
   *why = {{"choice", TransferModeName(choice)}, {"kv_link_ms", link_ms},
-          {"estimated_prefill_ms", prefill_ms}, {"link_gbps", info.link_gbps}};
+          {"estimated_prefill_ms", prefill_ms}, {"link_gbps", rate * 8 / 1e9},
+          {"link_measured", measured > 0}};
   return choice;
 }
 
@@ -196,6 +200,9 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
         const double ms_per_token = parsed->prefill_ms / static_cast<double>(rq.prompt.size());
         const double old = p->prefill_ms_per_token.load();
         p->prefill_ms_per_token.store(old == 0 ? ms_per_token : 0.7 * old + 0.3 * ms_per_token);
+        if (parsed->stats.value("link_measured", false)) {
+          p->link_bytes_per_s.store(parsed->stats.value("link_bytes_per_s", 0.0));
+        }
         return;  // token 1 comes on the decode stream (PrefillDone crossed the KV link)
       }
       prefill_status = parsed.status();
