@@ -20,6 +20,7 @@
 #include "server/connection_server.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/request_body.h"
 #include "server/server_metrics.h"
 
 namespace smartgen::server {
@@ -42,15 +43,6 @@ std::optional<Endpoint> EndpointForPath(const std::string& path) {
   if (path == "/v1/completions") return Endpoint::kCompletions;
   if (path == "/v1/chat/completions") return Endpoint::kChatCompletions;
   return std::nullopt;
-}
-
-bool IsDigits(const std::string& s) {
-  return !s.empty() && s.size() <= 19 &&
-         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-bool TakesBody(const std::string& method) {
-  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
 }
 
 std::uint64_t SplitMix64(std::uint64_t x) {
@@ -128,9 +120,9 @@ struct HttpServer::Impl {
   };
 
   void Routes();
-  // Reads the body of `req` into `body`, at most max_body_bytes; false after replying 413/400.
-  bool ReadBody(const httplib::Request& req, httplib::Response& res,
-                const httplib::ContentReader& reader, Endpoint endpoint, std::string* body);
+  // Reads the request body into `body` (request_body.h); false after replying 413/400.
+  bool ReadBody(const httplib::ContentReader& reader, httplib::Response& res, Endpoint endpoint,
+                std::string* body);
   // Checks that happen before any byte of the body is read; false after replying.
   bool CheckBeforeBody(const httplib::Request& req, httplib::Response& res);
   void HandleCompletion(const std::string& body, httplib::Response& res, Endpoint endpoint);
@@ -337,76 +329,24 @@ void HttpServer::Impl::HandleCompletion(const std::string& body, httplib::Respon
 }
 
 bool HttpServer::Impl::CheckBeforeBody(const httplib::Request& req, httplib::Response& res) {
-  const bool has_length = req.has_header("Content-Length");
-  const bool has_encoding = req.has_header("Transfer-Encoding");
-  const bool completion_route = req.method == "POST" && EndpointForPath(req.path).has_value();
-  auto refuse = [&](int status, std::string message, std::string code = "") {
-    if (auto endpoint = EndpointForPath(req.path)) metrics.CountRequest(*endpoint, status);
-    ReplyError(res, MakeApiError(status, std::move(message), std::move(code)));
-    ConnectionServer::CloseCurrentAfterResponse();  // the body, if any, stays unread
-    return false;
-  };
-  if (has_length && !IsDigits(req.get_header_value("Content-Length"))) {
-    return refuse(400, "the Content-Length header is not a number");
-  }
-  if (has_length && req.get_header_value_count("Content-Length") > 1) {
-    return refuse(400, "the request has more than one Content-Length header");
-  }
-  if (has_encoding) {
-    std::string te = req.get_header_value("Transfer-Encoding");
-    std::transform(te.begin(), te.end(), te.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    if (te != "chunked" || req.get_header_value_count("Transfer-Encoding") > 1) {
-      return refuse(501, fmt::format("Transfer-Encoding '{}' is not supported", te));
-    }
-  }
-  const std::uint64_t length = has_length ? std::stoull(req.get_header_value("Content-Length")) : 0;
-  if (!TakesBody(req.method)) {
-    if (length > 0 || has_encoding) return refuse(400, fmt::format("{} takes no body", req.method));
-    return true;
-  }
-  if (!completion_route) {
-    // No other route reads a body: answer without reading it.
-    if (length == 0 && !has_encoding) return true;  // the router answers (404 or 405)
-    return refuse(404, fmt::format("unknown route: {} {}", req.method, req.path), "unknown_route");
-  }
-  if (!has_length && !has_encoding) {
-    return refuse(411, "a request body needs a Content-Length or chunked Transfer-Encoding");
-  }
-  if (length > options.max_body_bytes) {
-    return refuse(413,
-                  fmt::format("the request body is larger than the limit of {} bytes",
-                              options.max_body_bytes),
-                  "request_too_large");
-  }
-  return true;
+  const std::optional<Endpoint> endpoint = EndpointForPath(req.path);
+  const bool completion_route = req.method == "POST" && endpoint.has_value();
+  const std::optional<ApiError> error =
+      CheckBodyFraming(req, completion_route, options.max_body_bytes);
+  if (!error) return true;
+  if (endpoint) metrics.CountRequest(*endpoint, error->http_status);
+  ReplyError(res, *error);
+  ConnectionServer::CloseCurrentAfterResponse();  // the body, if any, stays unread
+  return false;
 }
 
-bool HttpServer::Impl::ReadBody(const httplib::Request& req, httplib::Response& res,
-                                const httplib::ContentReader& reader, Endpoint endpoint,
-                                std::string* body) {
-  bool too_large = false;
-  // The limit holds for what the body decodes to (chunked, gzip): reading stops past it.
-  const bool ok = reader([&](const char* data, std::size_t n) {
-    if (body->size() + n > options.max_body_bytes) {
-      too_large = true;
-      return false;
-    }
-    body->append(data, n);
-    return true;
-  });
-  if (ok && !too_large) return true;
+bool HttpServer::Impl::ReadBody(const httplib::ContentReader& reader, httplib::Response& res,
+                                Endpoint endpoint, std::string* body) {
+  const std::optional<ApiError> error = ReadBodyWithin(reader, options.max_body_bytes, body);
+  if (!error) return true;
   ConnectionServer::CloseCurrentAfterResponse();  // the rest of the body stays unread
-  const int status = too_large ? 413 : 400;
-  metrics.CountRequest(endpoint, status);
-  ReplyError(res, too_large ? MakeApiError(413,
-                                           fmt::format("the request body is larger than the "
-                                                       "limit of {} bytes",
-                                                       options.max_body_bytes),
-                                           "request_too_large")
-                            : MakeApiError(400,
-                                           "the request body could not be read (malformed "
-                                           "chunked encoding, too slow, or cut off)"));
+  metrics.CountRequest(endpoint, error->http_status);
+  ReplyError(res, *error);
   return false;
 }
 
@@ -423,19 +363,16 @@ void HttpServer::Impl::Routes() {
     if (auto endpoint = EndpointForPath(req.path)) metrics.CountRequest(*endpoint, 401);
     ReplyError(res, ApiErrorFromStatus(auth));
     res.set_header("WWW-Authenticate", "Bearer");
-    if (TakesBody(req.method)) ConnectionServer::CloseCurrentAfterResponse();
+    if (MethodTakesBody(req.method)) ConnectionServer::CloseCurrentAfterResponse();
     return httplib::Server::HandlerResponse::Handled;
   });
   // 100-continue only for a body that may be read.
   http->set_expect_100_continue_handler(
       [this](const httplib::Request& req, httplib::Response& res) {
-        const std::string length = req.get_header_value("Content-Length");
-        if (IsDigits(length) && std::stoull(length) > options.max_body_bytes) {
-          ReplyError(res, MakeApiError(413,
-                                       fmt::format("the request body is larger than the limit "
-                                                   "of {} bytes",
-                                                   options.max_body_bytes),
-                                       "request_too_large"));
+        const std::optional<ApiError> error =
+            CheckBodyFraming(req, /*takes_body=*/true, options.max_body_bytes);
+        if (error && error->http_status == 413) {
+          ReplyError(res, *error);
           ConnectionServer::CloseCurrentAfterResponse();
           return 413;
         }
@@ -448,7 +385,7 @@ void HttpServer::Impl::Routes() {
     http->Post(path, [this, e](const httplib::Request& req, httplib::Response& res,
                                const httplib::ContentReader& reader) {
       std::string body;
-      if (ReadBody(req, res, reader, e, &body)) HandleCompletion(body, res, e);
+      if (ReadBody(reader, res, e, &body)) HandleCompletion(body, res, e);
     });
   }
   http->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
