@@ -6,6 +6,7 @@
 // Each runs until SIGINT or SIGTERM, and prints its whole configuration at start-up.
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,17 @@ void BlockSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+// The first line of a token file, without surrounding white space; CLI error when unreadable.
+std::string ReadTokenFile(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) throw CLI::ValidationError("--token-file", "cannot read " + path);
+  const auto first = line.find_first_not_of(" \t\r");
+  const auto last = line.find_last_not_of(" \t\r");
+  if (first == std::string::npos) throw CLI::ValidationError("--token-file", path + " is empty");
+  return line.substr(first, last - first + 1);
+}
+
 void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) {
   c.name = default_name;
   cmd.add_option("--model,-m", c.model_path, "GGUF model file")->required();
@@ -51,7 +63,11 @@ void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) 
   cmd.add_option("--host", c.http_host, "control-plane HTTP host")->capture_default_str();
   cmd.add_option("--port", c.http_port, "control-plane HTTP port (0 = any)")->capture_default_str();
   cmd.add_option("--transport", c.transport, "KV transport: tcp, ucx")->capture_default_str();
-  cmd.add_option("--token", c.token, "node-to-node shared secret")->capture_default_str();
+  cmd.add_option("--token", c.token,
+                 "shared secret of the control plane and KV link (required off loopback)");
+  cmd.add_option_function<std::string>(
+      "--token-file", [&c](const std::string& path) { c.token = ReadTokenFile(path); },
+      "read the shared secret from a file (first line)");
   cmd.add_option("--link-gbps", c.link_gbps, "emulated link rate for KV sent (0 = unshaped)")
       ->capture_default_str();
   cmd.add_option("--link-latency-ms", c.link_latency_ms, "emulated one-way link latency")
@@ -214,6 +230,10 @@ void RegisterServe(CLI::App& app) {
   r->add_option("--decode", router->router.decode_nodes, "decode node addresses host:port")
       ->delimiter(',')
       ->required();
+  r->add_option("--token", router->router.token, "the nodes' shared secret (signs every call to them)");
+  r->add_option_function<std::string>(
+      "--token-file", [router](const std::string& path) { router->router.token = ReadTokenFile(path); },
+      "read the nodes' shared secret from a file (first line)");
   r->add_option("--default-mode", router->default_mode,
                 "transfer mode when a request names none")->capture_default_str();
   r->add_option_function<double>(

@@ -1,5 +1,7 @@
 #include "node/common/http_rpc.h"
 
+#include "core/log.h"
+#include "node/common/control_auth.h"
 #include "node/common/node_config.h"
 #include "node/common/protocol.h"
 
@@ -44,7 +46,26 @@ void SetTimeouts(httplib::Client& cli, core::Nanos timeout) {
   cli.set_write_timeout(secs, usecs);
 }
 
+httplib::Headers AuthHeaders(const NodeAddress& node, std::string_view method, const std::string& path,
+                             std::string_view body) {
+  if (node.token.empty()) return {};
+  return SignHeaders(node.token, method, path, body);
+}
+
 }  // namespace
+
+httplib::Server::Handler Authenticated(RequestVerifier* verifier, core::Counter* refused,
+                                       httplib::Server::Handler handler) {
+  return [verifier, refused, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    const Status st = verifier->Verify(req);
+    if (!st.ok()) {
+      refused->Increment();
+      SG_LOG_WARN("auth", "refused {} {} from {}: {}", req.method, req.path, req.remote_addr, st.ToString());
+      return ReplyStatus(res, st);
+    }
+    handler(req, res);
+  };
+}
 
 void ReplyJson(httplib::Response& res, const nlohmann::json& body) {
   res.status = 200;
@@ -137,7 +158,8 @@ Result<nlohmann::json> PostJson(const NodeAddress& node, const std::string& path
                                 const nlohmann::json& body, core::Nanos timeout) {
   httplib::Client cli(node.host, node.port);
   SetTimeouts(cli, timeout);
-  auto r = cli.Post(path, body.dump(), "application/json");
+  const std::string text = body.dump();
+  auto r = cli.Post(path, AuthHeaders(node, "POST", path, text), text, "application/json");
   SG_RETURN_IF_ERROR(ReplyToStatus(r).WithContext(fmt::format("{} {}", node.ToString(), path)));
   return ParseJsonText(r->body);
 }
@@ -146,7 +168,7 @@ Result<nlohmann::json> GetJson(const NodeAddress& node, const std::string& path,
                                core::Nanos timeout) {
   httplib::Client cli(node.host, node.port);
   SetTimeouts(cli, timeout);
-  auto r = cli.Get(path);
+  auto r = cli.Get(path, AuthHeaders(node, "GET", path, ""));
   SG_RETURN_IF_ERROR(ReplyToStatus(r).WithContext(fmt::format("{} {}", node.ToString(), path)));
   return ParseJsonText(r->body);
 }
@@ -154,7 +176,7 @@ Result<nlohmann::json> GetJson(const NodeAddress& node, const std::string& path,
 Status GetOk(const NodeAddress& node, const std::string& path, core::Nanos timeout) {
   httplib::Client cli(node.host, node.port);
   SetTimeouts(cli, timeout);
-  auto r = cli.Get(path);
+  auto r = cli.Get(path, AuthHeaders(node, "GET", path, ""));
   return ReplyToStatus(r).WithContext(fmt::format("{} {}", node.ToString(), path));
 }
 
@@ -186,7 +208,8 @@ Result<nlohmann::json> AbortableCall::PostJson(const NodeAddress& node, const st
   httplib::Client cli(node.host, node.port);
   SetTimeouts(cli, timeout);
   if (!Attach(&cli)) return Cancelled("{} {}: aborted", node.ToString(), path);
-  auto r = cli.Post(path, body.dump(), "application/json");
+  const std::string text = body.dump();
+  auto r = cli.Post(path, AuthHeaders(node, "POST", path, text), text, "application/json");
   Detach();
   if (aborted()) return Cancelled("{} {}: aborted", node.ToString(), path);
   SG_RETURN_IF_ERROR(ReplyToStatus(r).WithContext(fmt::format("{} {}", node.ToString(), path)));
@@ -213,6 +236,7 @@ Status PostStream(const NodeAddress& node, const std::string& path, const nlohma
   req.path = path;
   req.body = body.dump();
   req.set_header("Content-Type", "application/json");
+  for (const auto& [k, v] : AuthHeaders(node, "POST", path, req.body)) req.set_header(k.c_str(), v.c_str());
   int http_status = 0;
   std::string error_body;
   req.response_handler = [&](const httplib::Response& response) {

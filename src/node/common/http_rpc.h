@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "core/metrics.h"
 #include "core/result.h"
+#include "node/common/control_auth.h"
 
 namespace smartgen::node {
 
@@ -38,6 +40,12 @@ class LineQueue {
   bool closed_ = false;
 };
 
+// The handler of an /internal/* route, run only for calls `verifier` accepts; any other call
+// gets 401 with the reason, a warning in the log and a count in `refused`. The pointers must
+// outlive the server.
+httplib::Server::Handler Authenticated(RequestVerifier* verifier, core::Counter* refused,
+                                       httplib::Server::Handler handler);
+
 // A stream writes {"event":"alive"} after this long without a line, so its reader can use a
 // short inactivity timeout to tell a hung node from a slow request.
 inline constexpr core::Nanos kStreamAliveInterval = core::Seconds(1);
@@ -47,10 +55,12 @@ inline constexpr core::Nanos kStreamAliveInterval = core::Seconds(1);
 void StreamLines(httplib::Response& res, std::shared_ptr<LineQueue> queue,
                  std::function<void()> on_disconnect);
 
-// An HTTP endpoint of a node: "host:port".
+// An HTTP endpoint of a node: "host:port", and the token its control plane wants (calls to
+// it are signed with it, control_auth.h; empty = unsigned). ToString never shows the token.
 struct NodeAddress {
   std::string host;
   int port = 0;
+  std::string token;
   std::string ToString() const;
 };
 Result<NodeAddress> ParseNodeAddress(const std::string& text);  // "http://h:p" or "h:p"

@@ -33,9 +33,32 @@ Status SplitHostPort(const std::string& address, std::string* host, int* port) {
   return Status::Ok();
 }
 
+bool IsLoopbackHost(std::string_view host) {
+  if (!host.empty() && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+Status CheckTokenForAddresses(const NodeConfig& c) {
+  if (c.token.empty()) return InvalidArgument("the node token must not be empty");
+  if (c.token != kBuiltInToken) return Status::Ok();
+  std::string kv_host;
+  int kv_port = 0;
+  if (!SplitHostPort(c.transfer_address, &kv_host, &kv_port).ok()) kv_host = c.transfer_address;
+  for (const std::string& host : {c.http_host, kv_host}) {
+    if (!IsLoopbackHost(host)) {
+      return FailedPrecondition(
+          "{} would listen on {} with the built-in token: give it --token or --token-file (the same "
+          "secret on every node and the router)",
+          c.name, host);
+    }
+  }
+  return Status::Ok();
+}
+
 Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c,
                                      std::shared_ptr<transfer::Transport> transport) {
   if (c.threads < 1 || c.threads > 256) return InvalidArgument("threads {} out of range", c.threads);
+  SG_RETURN_IF_ERROR(CheckTokenForAddresses(c));
   kernels::SetFastDot(c.fast_dot);
   if (c.block_tokens < 1 || c.block_tokens > 1024) {
     return InvalidArgument("block_tokens {} out of range", c.block_tokens);

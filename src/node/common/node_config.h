@@ -17,6 +17,10 @@
 
 namespace smartgen::node {
 
+// The token a node uses when none is given. It is public: a node refuses to listen on anything
+// but loopback with it (CheckTokenForAddresses).
+inline constexpr const char* kBuiltInToken = "smartgen";
+
 struct NodeConfig {
   std::string name;                          // for logs and /internal/info
   std::string model_path;
@@ -24,7 +28,7 @@ struct NodeConfig {
   int http_port = 0;                         // 0 = ephemeral
   std::string transfer_address = "127.0.0.1:0";  // decode nodes listen here for KV
   std::string transport = "tcp";             // tcp | ucx | loopback
-  std::string token = "smartgen";            // node-to-node shared secret
+  std::string token = kBuiltInToken;         // node-to-node shared secret (control plane, KV link)
   double link_gbps = 0;                      // emulated link rate for KV sent (0 = unshaped)
   double link_latency_ms = 0;                // emulated one-way latency
   int threads = 2;
@@ -45,6 +49,12 @@ struct NodeConfig {
   double step_timeout_s = 5;            // longest KV wait of one decode step
   double heartbeat_timeout_s = 3;
 };
+
+// kFailedPrecondition when the node would listen on a non-loopback address (HTTP or KV) with
+// the built-in token: other hosts could then call it as the router.
+Status CheckTokenForAddresses(const NodeConfig& config);
+// Whether `host` is a loopback address or name (127.0.0.0/8, ::1, localhost).
+bool IsLoopbackHost(std::string_view host);
 
 // What a node builds from its config, in dependency order.
 struct NodeRuntime {

@@ -34,7 +34,9 @@ Result<std::unique_ptr<DecodeNode>> DecodeNode::Create(const NodeConfig& config,
 }
 
 DecodeNode::DecodeNode(NodeConfig config, NodeRuntime runtime)
-    : config_(std::move(config)), rt_(std::move(runtime)), store_(rt_.blocks.get()) {
+    : config_(std::move(config)), rt_(std::move(runtime)), store_(rt_.blocks.get()), auth_(config_.token) {
+  auth_refused_ = &metrics_.GetCounter("smartgen_node_auth_refused_total",
+                                       "Control-plane calls refused: unsigned, wrong token, stale or replayed");
   requests_ok_ = &metrics_.GetCounter("smartgen_decode_requests_total", "Decode requests by outcome",
                                       {{"outcome", "ok"}});
   requests_failed_ = &metrics_.GetCounter("smartgen_decode_requests_total",
@@ -78,18 +80,18 @@ Status DecodeNode::Start() {
                                                             /*source=*/nullptr, &store_, cb));
   SG_ASSIGN_OR_RETURN(transfer_address_, endpoint_->Listen(config_.transfer_address));
 
-  http_.Post("/internal/decode", [this](const httplib::Request& q, httplib::Response& s) {
+  http_.Post("/internal/decode", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     HandleDecode(q, s);
-  });
-  http_.Post("/internal/cancel", [this](const httplib::Request& q, httplib::Response& s) {
+  }));
+  http_.Post("/internal/cancel", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     HandleCancel(q, s);
-  });
-  http_.Post("/internal/fallback", [this](const httplib::Request& q, httplib::Response& s) {
+  }));
+  http_.Post("/internal/fallback", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     HandleFallback(q, s);
-  });
-  http_.Get("/internal/info", [this](const httplib::Request&, httplib::Response& s) {
+  }));
+  http_.Get("/internal/info", Authenticated(&auth_, auth_refused_, [this](const httplib::Request&, httplib::Response& s) {
     ReplyJson(s, ToJson(Info()));
-  });
+  }));
   http_.Get("/health", [](const httplib::Request&, httplib::Response& s) {
     s.set_content("ok\n", "text/plain");
   });

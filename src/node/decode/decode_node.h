@@ -112,6 +112,8 @@ class DecodeNode {
   std::unordered_map<std::uint64_t, RequestPtr> requests_;
 
   core::MetricsRegistry metrics_;
+  RequestVerifier auth_;          // /internal/* calls must be signed with the node token
+  core::Counter* auth_refused_;
   core::Counter* requests_ok_;
   core::Counter* requests_failed_;
   core::Counter* fallbacks_;

@@ -29,7 +29,9 @@ Result<std::unique_ptr<PrefillNode>> PrefillNode::Create(const NodeConfig& confi
 }
 
 PrefillNode::PrefillNode(NodeConfig config, NodeRuntime runtime)
-    : config_(std::move(config)), rt_(std::move(runtime)), store_(rt_.blocks.get()) {
+    : config_(std::move(config)), rt_(std::move(runtime)), store_(rt_.blocks.get()), auth_(config_.token) {
+  auth_refused_ = &metrics_.GetCounter("smartgen_node_auth_refused_total",
+                                       "Control-plane calls refused: unsigned, wrong token, stale or replayed");
   prefills_ok_ = &metrics_.GetCounter("smartgen_prefill_requests_total", "Prefills by outcome",
                                       {{"outcome", "ok"}});
   prefills_failed_ = &metrics_.GetCounter("smartgen_prefill_requests_total", "Prefills by outcome",
@@ -81,10 +83,10 @@ Status PrefillNode::Start() {
     active_.erase(id);
   });
   worker_ = std::thread([this] { Worker(); });
-  http_.Post("/internal/prefill", [this](const httplib::Request& q, httplib::Response& s) {
+  http_.Post("/internal/prefill", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     HandlePrefill(q, s);
-  });
-  http_.Post("/internal/cancel", [this](const httplib::Request& q, httplib::Response& s) {
+  }));
+  http_.Post("/internal/cancel", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     auto j = ParseJsonText(q.body);
     if (!j.ok() || !j->contains("request_id") || !(*j)["request_id"].is_number_unsigned()) {
       return ReplyStatus(s, InvalidArgument("expected {{\"request_id\": n}}"));
@@ -98,10 +100,10 @@ Status PrefillNode::Start() {
     }
     endpoint_->CancelRequest(id);
     ReplyJson(s, json::object());
-  });
-  http_.Get("/internal/info", [this](const httplib::Request&, httplib::Response& s) {
+  }));
+  http_.Get("/internal/info", Authenticated(&auth_, auth_refused_, [this](const httplib::Request&, httplib::Response& s) {
     ReplyJson(s, ToJson(Info()));
-  });
+  }));
   http_.Get("/health", [](const httplib::Request&, httplib::Response& s) {
     s.set_content("ok\n", "text/plain");
   });

@@ -112,6 +112,8 @@ class PrefillNode {
   std::thread worker_;
 
   core::MetricsRegistry metrics_;
+  RequestVerifier auth_;          // /internal/* calls must be signed with the node token
+  core::Counter* auth_refused_;
   core::Counter* prefills_ok_;
   core::Counter* prefills_failed_;
   core::Counter* prompt_tokens_;

@@ -49,9 +49,10 @@ class NodePool {
   };
 
   // `role`: "prefill" | "decode"; `fingerprint`: the router's model (nodes must match).
+  // `token` signs every call to the nodes (control_auth.h).
   static Result<std::unique_ptr<NodePool>> Create(std::string role, const std::vector<std::string>& addresses,
-                                                  std::uint64_t fingerprint, HealthOptions options,
-                                                  core::MetricsRegistry* metrics);
+                                                  std::uint64_t fingerprint, const std::string& token,
+                                                  HealthOptions options, core::MetricsRegistry* metrics);
   ~NodePool();  // stops the health threads
 
   bool empty() const { return nodes_.empty(); }

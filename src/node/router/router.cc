@@ -31,8 +31,8 @@ Result<std::unique_ptr<Router>> Router::Create(const RouterConfig& config) {
   std::unique_ptr<Router> r(new Router(config));
   SG_ASSIGN_OR_RETURN(r->model_, model::Model::Load(config.model_path));
   const std::uint64_t fp = r->model_->fingerprint();
-  SG_ASSIGN_OR_RETURN(r->prefill_, NodePool::Create("prefill", config.prefill_nodes, fp, config.health, &r->metrics_));
-  SG_ASSIGN_OR_RETURN(r->decode_, NodePool::Create("decode", config.decode_nodes, fp, config.health, &r->metrics_));
+  SG_ASSIGN_OR_RETURN(r->prefill_, NodePool::Create("prefill", config.prefill_nodes, fp, config.token, config.health, &r->metrics_));
+  SG_ASSIGN_OR_RETURN(r->decode_, NodePool::Create("decode", config.decode_nodes, fp, config.token, config.health, &r->metrics_));
   const core::Deadline wait = core::Deadline::After(config.startup_wait);
   while (!wait.Expired() &&
          (r->decode_->up_count() == 0 || (!r->prefill_->empty() && r->prefill_->up_count() == 0))) {

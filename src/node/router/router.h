@@ -38,6 +38,7 @@
 #include "model/model.h"
 #include "model/sampler.h"
 #include "node/common/http_rpc.h"
+#include "node/common/node_config.h"
 #include "node/common/protocol.h"
 #include "node/common/transfer_mode.h"
 #include "node/router/node_pool.h"
@@ -49,6 +50,7 @@ struct RouterConfig {
   std::vector<std::string> prefill_nodes;  // internal HTTP addresses "host:port"
   std::vector<std::string> decode_nodes;
   TransferMode default_mode = TransferMode::kLayerwise;
+  std::string token = kBuiltInToken;       // the nodes' token: signs every control-plane call
   HealthOptions health;
   // Create waits at most this long for a decode node (and a prefill node, if any are listed)
   // to be up, then serves with whatever is up.
