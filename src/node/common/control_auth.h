@@ -3,7 +3,8 @@
 // timestamp and a random nonce. A node refuses (401) a call whose signature does not match,
 // whose timestamp is more than the replay window away from its clock, or whose nonce it has
 // already seen within the window (a replayed call). The KV link authenticates its peer by the
-// same token in its handshake (transfer/handshake.h); neither encrypts (see docs/DEPLOY.md).
+// same token in its handshake (transfer/handshake.h). Neither encrypts: KV and prompts cross
+// the network in the clear unless the network itself is private (docs/ARCHITECTURE.md).
 //
 //   X-Smartgen-Time:      milliseconds since the Unix epoch
 //   X-Smartgen-Nonce:     32 hex digits
