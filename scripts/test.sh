@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs missing Debian packages, builds, runs the whole test suite
-# (labels unit, model, net) under CTest, then runs the hermetic unit tests, the transfer engine's
-# network tests and the node tests again in a build with AddressSanitizer, LeakSanitizer and
-# UndefinedBehaviorSanitizer. Exits non-zero on any failure.
+# (labels unit, model, net) under CTest, runs every fuzz target for a bounded time, then runs
+# the hermetic unit tests, the transfer engine's network tests, the node and the server tests
+# again in a build with AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer, and the
+# node, transfer and server tests in a build with ThreadSanitizer. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
