@@ -315,7 +315,8 @@ void ConnectionServer::Serve(Owned c) {
     return;
   }
   c->phase = Phase::kIdle;
-  c->deadline = core::NowNanos() + limits_.keep_alive_timeout;
+  c->last_active = core::NowNanos();  // idle from now: a long response is not "idle the longest"
+  c->deadline = c->last_active + limits_.keep_alive_timeout;
   c->poll_events = POLLIN;
   {
     std::lock_guard<std::mutex> lock(mu_);
