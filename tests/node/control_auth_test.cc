@@ -26,7 +26,7 @@ NodeConfig AuthConfig(const std::string& name) {
   return c;
 }
 
-double Counter(const std::string& metrics, const std::string& name) {
+double AuthCounter(const std::string& metrics, const std::string& name) {
   const auto at = metrics.find("\n" + name + " ");
   return at == std::string::npos ? -1 : std::stod(metrics.substr(at + name.size() + 2));
 }
@@ -97,8 +97,8 @@ TEST_F(ControlAuth, EveryInternalRouteRefusesCallersWithoutTheToken) {
   EXPECT_EQ(Call(decode_->http_port(), "POST", "/internal/cancel", cancel, signed_cancel), 401) << "replayed";
   EXPECT_EQ(Call(prefill_->http_port(), "GET", "/internal/info", "", SignHeaders(kToken, "GET", "/internal/info", "")), 200);
   refused += 1;
-  const double counted = Counter(decode_->MetricsText(), "smartgen_node_auth_refused_total") +
-                         Counter(prefill_->MetricsText(), "smartgen_node_auth_refused_total");
+  const double counted = AuthCounter(decode_->MetricsText(), "smartgen_node_auth_refused_total") +
+                         AuthCounter(prefill_->MetricsText(), "smartgen_node_auth_refused_total");
   EXPECT_EQ(counted, refused);
   // Health and metrics stay open (load balancers, Prometheus).
   EXPECT_EQ(Call(decode_->http_port(), "GET", "/health", "", {}), 200);
@@ -137,11 +137,11 @@ TEST_F(ControlAuth, ARequestListensToTheLinkThatStartedItOnly) {
     const auto wire = EncodeControl(m);
     decode_->HandleControlForTest(peer, static_cast<std::uint32_t>(m.type), wire);
   };
-  const double before = Counter(decode_->MetricsText(), "smartgen_decode_control_rejected_total");
+  const double before = AuthCounter(decode_->MetricsText(), "smartgen_decode_control_rejected_total");
   send(owner, ControlMessage::PrefillStarted(77));
   send(intruder, ControlMessage::PrefillDone(77, 5, 8));    // someone else's token 1
   send(intruder, ControlMessage::PrefillFailed(77, Internal("forced fallback")));
-  EXPECT_EQ(Counter(decode_->MetricsText(), "smartgen_decode_control_rejected_total"), before + 2);
+  EXPECT_EQ(AuthCounter(decode_->MetricsText(), "smartgen_decode_control_rejected_total"), before + 2);
   // The owner's link failing ends the wait: the request computes its prompt here and finishes.
   send(owner, ControlMessage::PrefillFailed(77, Unavailable("owner failed")));
   stream.join();

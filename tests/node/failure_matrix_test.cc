@@ -35,14 +35,14 @@ NodeConfig MatrixConfig(const std::string& name) {
 }
 
 // The value of an unlabelled gauge in Prometheus text (-1 when absent).
-double Gauge(const std::string& text, const std::string& name) {
+double MatrixGauge(const std::string& text, const std::string& name) {
   const std::string key = "\n" + name + " ";
   const auto at = ("\n" + text).find(key);
   if (at == std::string::npos) return -1;
   return std::stod(text.substr(at + key.size() - 1));
 }
 
-bool WaitFor(const std::function<bool()>& done, core::Nanos limit) {
+bool MatrixWaitFor(const std::function<bool()>& done, core::Nanos limit) {
   const core::Deadline d = core::Deadline::After(limit);
   while (!done()) {
     if (d.Expired()) return false;
@@ -51,7 +51,7 @@ bool WaitFor(const std::function<bool()>& done, core::Nanos limit) {
   return true;
 }
 
-std::vector<std::int32_t> Prompt(int n) {
+std::vector<std::int32_t> MatrixPrompt(int n) {
   std::vector<std::int32_t> p(n);
   for (int i = 0; i < n; ++i) p[i] = 5 + (i * 37) % 240;
   return p;
@@ -86,7 +86,7 @@ std::vector<Case> Cases() {
 }
 
 TEST(FailureMatrix, EveryRequestEndsCorrectlyAndLeavesNothingBehind) {
-  const auto prompt = Prompt(400);
+  const auto prompt = MatrixPrompt(400);
   const auto want = testing::ReferenceTokens(testing::SmallModelPath(kMatrixModelSeed), prompt, 8);
   auto decode = DecodeNode::Create(MatrixConfig("decode"));
   ASSERT_TRUE(decode.ok()) << decode.status().ToString();
@@ -118,11 +118,11 @@ TEST(FailureMatrix, EveryRequestEndsCorrectlyAndLeavesNothingBehind) {
       // Detection is bounded by the heartbeat and phase deadlines, not the 60 s request one.
       EXPECT_LT(watch.ElapsedSeconds(), 20.0) << r->stats.dump();
       // Nothing is held afterwards, on either node.
-      EXPECT_TRUE(WaitFor([&] { return (*decode)->active_requests() == 0; }, core::Seconds(10)));
-      EXPECT_TRUE(WaitFor([&] { return Gauge((*decode)->MetricsText(), "smartgen_decode_kv_blocks_used") == 0; },
+      EXPECT_TRUE(MatrixWaitFor([&] { return (*decode)->active_requests() == 0; }, core::Seconds(10)));
+      EXPECT_TRUE(MatrixWaitFor([&] { return MatrixGauge((*decode)->MetricsText(), "smartgen_decode_kv_blocks_used") == 0; },
                           core::Seconds(10)))
           << (*decode)->MetricsText();
-      EXPECT_TRUE(WaitFor([&] { return Gauge((*prefill)->MetricsText(), "smartgen_prefill_kv_blocks_used") == 0; },
+      EXPECT_TRUE(MatrixWaitFor([&] { return MatrixGauge((*prefill)->MetricsText(), "smartgen_prefill_kv_blocks_used") == 0; },
                           core::Seconds(10)))
           << (*prefill)->MetricsText();
       router->reset();
@@ -168,7 +168,7 @@ TEST(FailureMatrix, MalformedControlMessagesAreRejectedCountedAndTheNodeKeepsSer
   rc.decode_nodes = {"127.0.0.1:" + std::to_string((*decode)->http_port())};
   auto router = Router::Create(rc);
   ASSERT_TRUE(router.ok());
-  const auto prompt = Prompt(60);
+  const auto prompt = MatrixPrompt(60);
   std::vector<std::int32_t> got;
   auto r = testing::GenerateTokens(**router, testing::TestRequest("layerwise", prompt, 6), &got);
   ASSERT_TRUE(r.ok()) << r.status().ToString();

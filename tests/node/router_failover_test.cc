@@ -58,7 +58,7 @@ int FreePort() {
   return port;
 }
 
-std::vector<std::int32_t> Prompt(int n, int salt) {
+std::vector<std::int32_t> FailoverPrompt(int n, int salt) {
   std::vector<std::int32_t> p(n);
   for (int i = 0; i < n; ++i) p[i] = 7 + (i * 31 + salt * 17) % 240;
   return p;
@@ -79,7 +79,7 @@ TEST(RouterFailover, OneOfTwoDecodeNodesKilledEveryRequestSucceeds) {
   ASSERT_TRUE(router.ok()) << router.status().ToString();
   const std::string dead = Address(d0->http_port());
   d0->Stop();
-  const auto prompt = Prompt(24, 1);
+  const auto prompt = FailoverPrompt(24, 1);
   const auto want = testing::ReferenceTokens(rc.model_path, prompt, 4);
   int failovers = 0, on_dead = 0;
   for (int i = 0; i < 100; ++i) {
@@ -107,7 +107,7 @@ TEST(RouterFailover, StartsWithANodeDownAndTakesItInWhenItComesUp) {
   auto router = Router::Create(rc);
   ASSERT_TRUE(router.ok()) << router.status().ToString();
   EXPECT_LT(watch.ElapsedSeconds(), 5.0) << "the router serves with the nodes that are up";
-  const auto prompt = Prompt(16, 2);
+  const auto prompt = FailoverPrompt(16, 2);
   const auto want = testing::ReferenceTokens(rc.model_path, prompt, 3);
   std::vector<std::int32_t> got;
   auto r = testing::GenerateTokens(**router, testing::TestRequest("colocated", prompt, 3), &got);
