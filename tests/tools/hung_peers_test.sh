@@ -62,14 +62,16 @@ timed() {
   t0=$(date +%s.%N)
   "$@"
   t1=$(date +%s.%N)
+  ELAPSED=$(/usr/bin/python3 -c "print(round($t1 - $t0, 2))")
+  echo "$ELAPSED" > "$WORK/elapsed"
   /usr/bin/python3 -c "import sys; sys.exit(0 if $t1 - $t0 <= $limit else 1)" ||
-    fail "took $(/usr/bin/python3 -c "print(round($t1 - $t0, 1))") s, more than $limit s: $*"
+    fail "took $ELAPSED s, more than $limit s: $*"
 }
 check() {  # NAME MODE: one request must give the reference ids within 15 s
   local got
   got=$(timed 15 ids "$2" 8) || exit 1
   [ "$got" = "$WANT" ] || fail "$1: ids $got != colocated $WANT"
-  echo "ok: $1"
+  echo "ok: $1 ($(cat "$WORK/elapsed") s)"
 }
 
 WANT=$(ids colocated 8)
