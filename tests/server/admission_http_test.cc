@@ -156,5 +156,22 @@ TEST(AdmissionHttp, ARequestTheBackendCancelledOnItsOwnIsNotA200) {
   EXPECT_EQ(Outcome(s, "unavailable"), 2);
 }
 
+// A client that stops reading its stream: once the socket buffers are full, a write waits at
+// most write_timeout, then the client counts as gone and its generation is cancelled.
+TEST(AdmissionHttp, AClientThatStopsReadingIsDroppedAfterTheWriteTimeout) {
+  HttpServerOptions options;
+  options.write_timeout = core::Millis(300);
+  ScriptedServer s(options, /*context_length=*/1 << 22);
+  Script steady;
+  steady.token_delay = 50'000;  // 50 us: still generating when the buffers fill (~1 s)
+  s.backend().SetScript(steady);
+  RawClient c(s.port());
+  c.Send(Request({{"prompt", "x"}, {"max_tokens", 4000000}, {"stream", true}}));
+  // It reads nothing; events pile up in the kernel's buffers until a write blocks.
+  EXPECT_TRUE(WaitFor([&] { return s.backend().cancellations() == 1; }, core::Seconds(30)));
+  EXPECT_TRUE(WaitFor([&] { return Outcome(s, "cancelled") == 1; }));
+  EXPECT_LT(Metric(s.Metrics(), "smartgen_server_generation_tokens_total"), 4000000);
+}
+
 }  // namespace
 }  // namespace smartgen::server::testing
