@@ -19,7 +19,10 @@
 //
 // Use: construct, register routes, bind_to_port/bind_to_any_port, then listen_after_bind() on
 // a thread of its own; stop() ends it (idle connections are closed, busy ones finish first).
-// Metrics (in `registry`): smartgen_server_connections_open, _connections_total{outcome}.
+// Metrics (in `registry`): smartgen_server_connections_open (gauge) and
+// smartgen_server_connections_closed_total{reason}: closed (by either side after a request),
+// client_closed, idle_timeout, header_timeout, head_too_large, tls_failed, evicted, error,
+// shutdown.
 //
 // Thread-safety: as httplib::Server. Current*() only from a handler's thread.
 #pragma once

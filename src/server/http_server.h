@@ -31,7 +31,8 @@
 //     head costs no worker thread, and at most max_connections are open (oldest idle dropped);
 //   - load: max_concurrent generations run at once, max_queued more wait in line (first come,
 //     first served) up to queue_timeout; a request that finds the line full or waits too long
-//     gets 429 with Retry-After. Time in the line is smartgen_server_queue_seconds;
+//     gets 429 with Retry-After. Time in the line is smartgen_server_queue_seconds, the line's
+//     length smartgen_server_requests_queued;
 //   - a client that disconnects is noticed within about client_poll even while nothing is
 //     written to it (queued, before its first token, between tokens, non-streaming): its
 //     generation is cancelled and the backend told at once (GenerationRequest::cancel);
