@@ -488,6 +488,9 @@ Status HttpServer::Start() {
   limits.workers = o.threads > 0 ? o.threads : o.max_concurrent + o.max_queued + 8;
   s.http = std::make_unique<ConnectionServer>(limits, std::move(tls), &s.registry);
   s.http->set_payload_max_length(o.max_body_bytes);  // a backstop: bodies are checked first
+  // httplib only announces these in its Keep-Alive header; ConnectionServer enforces them.
+  s.http->set_keep_alive_timeout(o.keep_alive_timeout_s);
+  s.http->set_keep_alive_max_count(static_cast<std::size_t>(limits.max_requests_per_connection));
   s.http->set_tcp_nodelay(true);                     // one small write per token: no Nagle delay
   s.http->set_socket_options([&s](socket_t sock) {
     const int yes = 1;
