@@ -78,7 +78,9 @@ TEST(BodyLimits, ChunkedBodyPastTheLimitIs413AndIsNeverBuffered) {
   const double growth_mb = static_cast<double>(peak - baseline) / (1 << 20);
   RecordProperty("rss_growth_mb", std::to_string(growth_mb));
   RecordProperty("bytes_sent_mb", std::to_string(sent >> 20));
-  if (kRssMeaningful) EXPECT_LT(growth_mb, 64.0) << "peak RSS grew by " << growth_mb << " MB";
+  if (kRssMeaningful) {
+    EXPECT_LT(growth_mb, 64.0) << "peak RSS grew by " << growth_mb << " MB";
+  }
   EXPECT_EQ(s.backend().calls(), 0);
   EXPECT_EQ(
       Metric(s.Metrics(),
@@ -183,7 +185,9 @@ TEST(BodyLimits, CompressedBodyIsLimitedByItsDecodedSize) {
                                                  std::to_string(bomb.size()) + "\r\n"),
                                  bomb);
   EXPECT_EQ(StatusOf(r), 413) << r.substr(0, 300);
-  if (kRssMeaningful) EXPECT_LT(core::CurrentRssBytes() - before, std::int64_t{32} << 20);
+  if (kRssMeaningful) {
+    EXPECT_LT(core::CurrentRssBytes() - before, std::int64_t{32} << 20);
+  }
   // A small compressed body that decodes within the limit is served.
   const std::string json = R"({"prompt": "hi", "max_tokens": 2})";
   z_stream z{};
