@@ -34,6 +34,10 @@ std::optional<ApiError> CheckBodyFraming(const httplib::Request& req, bool takes
                      req.get_header_value_count("Content-Length") > 1)) {
     return MakeApiError(400, "the Content-Length header is not one decimal number");
   }
+  if (has_length && chunked) {
+    // Two framings: a proxy in front may pick the other one (request smuggling).
+    return MakeApiError(400, "the request has both Content-Length and Transfer-Encoding");
+  }
   if (chunked) {
     std::string te = req.get_header_value("Transfer-Encoding");
     std::transform(te.begin(), te.end(), te.begin(),

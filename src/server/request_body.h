@@ -5,6 +5,7 @@
 //
 // Before the body (CheckBodyFraming), in order:
 //   400  Content-Length that is not a plain decimal number, or given twice
+//   400  both Content-Length and Transfer-Encoding (two framings: request smuggling)
 //   501  Transfer-Encoding other than exactly "chunked"
 //   400  a body on a method that takes none (GET, HEAD, OPTIONS)
 //   404  a body for a route that reads none (`takes_body` false; bodiless requests pass)

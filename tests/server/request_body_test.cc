@@ -43,6 +43,7 @@ TEST(RequestBody, FramingIsCheckedBeforeReading) {
       {"POST", {{"Transfer-Encoding", "Chunked"}}, true, 0},
       {"POST", {{"Transfer-Encoding", "gzip, chunked"}}, true, 501},
       {"POST", {{"Transfer-Encoding", "chunked"}, {"Transfer-Encoding", "chunked"}}, true, 501},
+      {"POST", {{"Content-Length", "5"}, {"Transfer-Encoding", "chunked"}}, true, 400},
       {"POST", {}, true, 411},
       {"POST", {{"Content-Length", "0"}}, true, 0},
       {"POST", {{"Content-Length", "10"}}, false, 404},  // a route that reads no body
