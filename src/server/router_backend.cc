@@ -25,6 +25,8 @@ Result<GenerationResult> RouterBackend::Generate(const GenerationRequest& reques
     }
   }
   rq.deadline = request.deadline;
+  // The client leaving ends the request on the nodes within about a second (router.h).
+  rq.cancelled = [cancel = request.cancel] { return cancel && cancel->cancelled(); };
   SG_ASSIGN_OR_RETURN(node::RouteResult r, router_->Generate(rq, on_token));
   GenerationResult out;
   out.finish_reason = std::move(r.finish_reason);

@@ -176,5 +176,37 @@ TEST(FailureMatrix, MalformedControlMessagesAreRejectedCountedAndTheNodeKeepsSer
   EXPECT_FALSE(r->stats.value("fallback", true));
 }
 
+TEST(FailureMatrix, AClientThatLeavesWhileNothingIsWrittenEndsTheRequestOnTheNodes) {
+  // The KV of a 500-token prompt takes about 4 s on this 4 Mbit/s link: no token is due for
+  // seconds. The client goes away after 0.3 s; the decode stream's keep-alive lines let the
+  // router notice within about a second and cancel on both nodes.
+  NodeConfig pc = MatrixConfig("prefill");
+  pc.link_gbps = 0.004;
+  auto prefill = PrefillNode::Create(pc);
+  ASSERT_TRUE(prefill.ok());
+  ASSERT_TRUE((*prefill)->Start().ok());
+  auto decode = DecodeNode::Create(MatrixConfig("decode"));
+  ASSERT_TRUE(decode.ok());
+  ASSERT_TRUE((*decode)->Start().ok());
+  RouterConfig rc;
+  rc.model_path = testing::SmallModelPath(kMatrixModelSeed);
+  rc.prefill_nodes = {"127.0.0.1:" + std::to_string((*prefill)->http_port())};
+  rc.decode_nodes = {"127.0.0.1:" + std::to_string((*decode)->http_port())};
+  auto router = Router::Create(rc);
+  ASSERT_TRUE(router.ok());
+  RouteRequest rq = testing::TestRequest("layerwise", MatrixPrompt(500), 8);
+  const core::Stopwatch watch;
+  rq.cancelled = [&] { return watch.ElapsedSeconds() > 0.3; };
+  std::vector<std::int32_t> got;
+  auto r = testing::GenerateTokens(**router, rq, &got);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->finish_reason, "cancelled");
+  EXPECT_LT(watch.ElapsedSeconds(), 3.0) << "the KV alone takes about 4 s";
+  EXPECT_TRUE(MatrixWaitFor([&] { return (*decode)->active_requests() == 0; }, core::Seconds(2)));
+  EXPECT_TRUE(MatrixWaitFor(
+      [&] { return MatrixGauge((*prefill)->MetricsText(), "smartgen_prefill_kv_blocks_used") == 0; },
+      core::Seconds(10)));
+}
+
 }  // namespace
 }  // namespace smartgen::node

@@ -214,7 +214,7 @@ TEST_F(HttpDeployment, KillingAPrefillNodeStillAnswersCorrectly) {
     const auto got = testing::PostJson(server_->port(), "/v1/completions", Body(prompt, 8, mode, false));
     ASSERT_EQ(got.status, 200) << mode << ": " << got.body;
     EXPECT_EQ(got.body_json["smartgen"]["token_ids"], want.body_json["smartgen"]["token_ids"]) << mode;
-    EXPECT_TRUE(got.body_json["smartgen"].value("fallback", false)) << mode;
+    EXPECT_TRUE(got.body_json["smartgen"].value("fallback", false)) << mode << ": " << got.body;
   }
 }
 

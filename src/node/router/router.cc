@@ -136,11 +136,18 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
   std::optional<DecodeEvent> last;  // done or error
   AbortableCall decode_call;
   NodePool::CallGuard decode_guard(d, &decode_call);
+  std::atomic<bool> client_gone{false};
   const core::Nanos idle = std::min(config_.stream_idle_timeout, Remaining(rq.deadline));
   std::thread decode_thread([&] {
     Status st = PostStream(
         d->address, "/internal/decode", ToJson(call), idle,
         [&](const json& line) {
+          // (Once every token is delivered the server may signal too: the request is complete,
+          // and its final line still counts.)
+          if (rq.cancelled && delivery.delivered() < rq.max_tokens && rq.cancelled()) {
+            client_gone.store(true);
+            return false;
+          }
           auto ev = ParseDecodeEvent(line);
           if (!ev.ok()) return false;
           switch (ev->kind) {
@@ -226,7 +233,7 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
     prefill_thread.join();
   }
 
-  if (delivery.cancelled()) {
+  if (delivery.cancelled() || client_gone.load()) {
     cancel_at(d);
     cancel_at(p);
     attempt.result = RouteResult{"cancelled", json::object()};

@@ -67,6 +67,10 @@ struct RouteRequest {
   nlohmann::json options;           // passed to the nodes (mode-specific)
   bool stop_at_eog = true;
   core::Deadline deadline = core::Deadline::Never();
+  // True once the client has gone (may be null). Asked at every line of the decode stream,
+  // which has one at least every second, so a request whose client left ends within about a
+  // second even while no token is due; both nodes are told to cancel.
+  std::function<bool()> cancelled;
 };
 
 struct RouteResult {
