@@ -155,6 +155,7 @@ bool CompletionSession::Consume(std::int32_t token) {
     metrics_->tbt.Observe(core::ToSeconds(now - last_token_at_));
   }
   last_token_at_ = now;
+  if (token_ms_.size() < kMaxTokenTimes) token_ms_.push_back(core::ToMillis(now - setup_.arrival));
 
   if (tokenizer_.IsEog(token)) {
     eog_ = true;
@@ -208,7 +209,10 @@ json CompletionSession::SmartgenStats() const {
   if (ttst_ms_ >= 0) server["ttst_ms"] = ttst_ms_;
   if (tbt_count_ > 0) server["tbt_ms"] = tbt_sum_ms_ / static_cast<double>(tbt_count_);
   stats["server"] = std::move(server);
-  if (setup_.return_token_ids) stats["token_ids"] = tokens_;
+  if (setup_.return_token_ids) {
+    stats["token_ids"] = tokens_;
+    stats["server"]["token_ms"] = token_ms_;  // arrival of each token (ms since the request's)
+  }
   return stats;
 }
 

@@ -134,6 +134,8 @@ class CompletionSession {
   core::Nanos last_token_at_ = 0;
   double ttst_ms_ = -1;
   double tbt_sum_ms_ = 0;
+  static constexpr std::size_t kMaxTokenTimes = 4096;
+  std::vector<double> token_ms_;  // when each token (the first kMaxTokenTimes) was consumed
   std::int64_t tbt_count_ = 0;
 };
 

@@ -157,8 +157,21 @@ Status RunTtstBench(TtstBenchOptions o) {
           for (const char* k : {"time_to_exact_ms", "bytes_by_path", "on_demand_ratio",
                                 "on_demand_ratio_per_step", "layer_stall_ms", "kv_ready_ms",
                                 "recomputed_locally", "auto", "kv_blocks_duplicate",
-                                "prediction_hit_rate"}) {
+                                "prediction_hit_rate", "present_mass_share_per_step", "late_blocks",
+                                "fetch_capped_blocks", "selection_churn"}) {
             if (s.contains(k)) rec[k] = s[k];
+          }
+          // Every token's arrival (for the token-time plot) and TBT over tokens 2..n: mean as
+          // above, p99 from the gaps.
+          if (s.contains("server") && s["server"].contains("token_ms")) {
+            const json& t = s["server"]["token_ms"];
+            rec["token_ms"] = t;
+            std::vector<double> gaps;
+            for (std::size_t i = 2; i < t.size(); ++i) gaps.push_back(t[i].get<double>() - t[i - 1].get<double>());
+            if (!gaps.empty()) {
+              std::sort(gaps.begin(), gaps.end());
+              rec["tbt_p99_ms"] = gaps[std::min(gaps.size() - 1, static_cast<std::size_t>(0.99 * gaps.size()))];
+            }
           }
           // SmartGen requests that ended before every block arrived never became exact.
           if (s.contains("bytes_by_path") && !rec.contains("time_to_exact_ms")) {
