@@ -88,6 +88,9 @@ class CompletionBackend {
 
   // OK when the backend can take requests; else why not (GET /health answers 503).
   virtual Status Health() const { return Status::Ok(); }
+  // Detail for GET /health's body (e.g. per pool: {"status": "degraded", "decode": {...}}); null
+  // = none.
+  virtual nlohmann::json HealthDetail() const { return nullptr; }
   // Appends the backend's own metrics in Prometheus text format (core/metrics.h helps).
   virtual void AppendMetrics(std::string* out) const {}
 };

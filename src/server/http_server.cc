@@ -394,9 +394,18 @@ void HttpServer::Impl::Routes() {
   http->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     const Status health =
         stopping.load() ? Unavailable("the server is shutting down") : backend->Health();
-    if (health.ok()) return Reply(res, 200, json{{"status", "ok"}});
+    json detail = stopping.load() ? json(nullptr) : backend->HealthDetail();
+    if (health.ok()) {
+      // 200 while requests can be served; the detail says when a pool is degraded.
+      if (!detail.is_object()) detail = json{{"status", "ok"}};
+      return Reply(res, 200, detail);
+    }
     ApiError error = ApiErrorFromStatus(health);
     error.http_status = 503;
+    if (detail.is_object()) {
+      detail["error"] = {{"message", error.message}};
+      return Reply(res, 503, detail);
+    }
     ReplyError(res, error);
   });
   http->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {

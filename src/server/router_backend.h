@@ -20,6 +20,7 @@ class RouterBackend final : public CompletionBackend {
   Result<GenerationResult> Generate(const GenerationRequest& request,
                                             const TokenSink& on_token) override;
   Status Health() const override { return router_->Health(); }
+  nlohmann::json HealthDetail() const override { return router_->HealthReport(); }
   void AppendMetrics(std::string* out) const override { router_->AppendMetrics(out); }
 
  private:

@@ -216,6 +216,12 @@ TEST_F(HttpDeployment, KillingAPrefillNodeStillAnswersCorrectly) {
     EXPECT_EQ(got.body_json["smartgen"]["token_ids"], want.body_json["smartgen"]["token_ids"]) << mode;
     EXPECT_TRUE(got.body_json["smartgen"].value("fallback", false)) << mode << ": " << got.body;
   }
+  // /health still answers 200 (requests are served) and says the prefill pool is down.
+  EXPECT_TRUE(testing::WaitFor([&] {
+    const auto h = testing::Get(server_->port(), "/health");
+    return h.status == 200 && h.body_json.value("status", "") == "degraded" &&
+           h.body_json["prefill"].value("up", -1) == 0;
+  })) << testing::Get(server_->port(), "/health").body;
 }
 
 }  // namespace
