@@ -67,6 +67,19 @@ httplib::Server::Handler Authenticated(RequestVerifier* verifier, core::Counter*
   };
 }
 
+Result<int> StartNodeHttp(httplib::Server& http, const std::string& host, int port,
+                          std::function<std::string()> metrics_text, std::thread* thread) {
+  http.Get("/health", [](const httplib::Request&, httplib::Response& s) { s.set_content("ok\n", "text/plain"); });
+  http.Get("/metrics", [metrics_text = std::move(metrics_text)](const httplib::Request&, httplib::Response& s) {
+    s.set_content(metrics_text(), "text/plain; version=0.0.4");
+  });
+  http.new_task_queue = [] { return new httplib::ThreadPool(256); };
+  const int bound = port == 0 ? http.bind_to_any_port(host) : (http.bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) return Unavailable("cannot bind HTTP on {}:{}", host, port);
+  *thread = std::thread([&http] { http.listen_after_bind(); });
+  return bound;
+}
+
 void ReplyJson(httplib::Response& res, const nlohmann::json& body) {
   res.status = 200;
   res.set_content(body.dump(), "application/json");

@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -45,6 +46,12 @@ class LineQueue {
 // outlive the server.
 httplib::Server::Handler Authenticated(RequestVerifier* verifier, core::Counter* refused,
                                        httplib::Server::Handler handler);
+
+// The part of a node's HTTP control plane every role has: adds GET /health (always "ok") and
+// GET /metrics (`metrics_text` per scrape), binds host:port (port 0: any free one), and serves
+// on `thread`. Returns the bound port; kUnavailable when it cannot bind.
+Result<int> StartNodeHttp(httplib::Server& http, const std::string& host, int port,
+                          std::function<std::string()> metrics_text, std::thread* thread);
 
 // A stream writes {"event":"alive"} after this long without a line, so its reader can use a
 // short inactivity timeout to tell a hung node from a slow request.

@@ -92,21 +92,8 @@ Status DecodeNode::Start() {
   http_.Get("/internal/info", Authenticated(&auth_, auth_refused_, [this](const httplib::Request&, httplib::Response& s) {
     ReplyJson(s, ToJson(Info()));
   }));
-  http_.Get("/health", [](const httplib::Request&, httplib::Response& s) {
-    s.set_content("ok\n", "text/plain");
-  });
-  http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& s) {
-    s.set_content(MetricsText(), "text/plain; version=0.0.4");
-  });
-  http_.new_task_queue = [] { return new httplib::ThreadPool(256); };
-  http_port_ = config_.http_port == 0 ? http_.bind_to_any_port(config_.http_host)
-                                      : (http_.bind_to_port(config_.http_host, config_.http_port)
-                                             ? config_.http_port
-                                             : -1);
-  if (http_port_ <= 0) {
-    return Unavailable("decode node: cannot bind HTTP on {}:{}", config_.http_host, config_.http_port);
-  }
-  http_thread_ = std::thread([this] { http_.listen_after_bind(); });
+  SG_ASSIGN_OR_RETURN(http_port_, StartNodeHttp(http_, config_.http_host, config_.http_port,
+                                                 [this] { return MetricsText(); }, &http_thread_));
   SG_LOG_INFO("decode", "{}: HTTP {}:{}, KV transfer {}, model {}", config_.name, config_.http_host,
               http_port_, transfer_address_, rt_.model->config().ToString());
   return Status::Ok();
