@@ -66,11 +66,13 @@ DecodeNode::DecodeNode(NodeConfig config, NodeRuntime runtime)
 DecodeNode::~DecodeNode() { Stop(); }
 
 Status DecodeNode::Start() {
-  engine_ = std::make_unique<DecodeEngine>(rt_.forward.get(), DecodeEngineOptions{config_.max_batch});
+  engine_ = std::make_shared<DecodeEngine>(rt_.forward.get(), DecodeEngineOptions{config_.max_batch});
   recompute_forward_ = std::make_unique<model::Forward>(
       *rt_.model, rt_.pool.get(), model::ForwardOptions{rt_.forward->max_context()});
   // Readiness is signalled: a landed block may complete a waiting request's KV condition.
-  store_.set_on_block_ready([engine = engine_.get()] { engine->Wake(); });
+  store_.set_on_block_ready([engine = std::weak_ptr<DecodeEngine>(engine_)] {
+    if (auto e = engine.lock()) e->Wake();
+  });
   transfer::EndpointCallbacks cb;
   cb.on_control = [this](transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
     OnControl(peer, type, bytes);

@@ -101,7 +101,7 @@ class DecodeNode {
   NodeRuntime rt_;
   DecodeKvStore store_;
   std::unique_ptr<transfer::Endpoint> endpoint_;
-  std::unique_ptr<DecodeEngine> engine_;
+  std::shared_ptr<DecodeEngine> engine_;  // shared: the KV store's block callback holds it weakly
   std::unique_ptr<model::Forward> recompute_forward_;  // for recomputing KV inside a decode step
   httplib::Server http_;
   std::thread http_thread_;

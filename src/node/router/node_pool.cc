@@ -14,7 +14,8 @@ Result<std::unique_ptr<NodePool>> NodePool::Create(std::string role, const std::
     node->address.token = token;
     pool->nodes_.push_back(std::move(node));
   }
-  // A first round at once (in parallel), so the nodes that are up serve the first request.
+  // A first round at once (in parallel), so the nodes that are up serve the first request. The
+  // pool owns these threads and joins them (here, and in its destructor) before any member goes.
   std::vector<std::thread> first;
   for (auto& n : pool->nodes_) {
     first.emplace_back([p = pool.get(), node = n.get()] {
