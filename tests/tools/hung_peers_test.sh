@@ -52,6 +52,7 @@ ids() {
   local body out
   body=$(/usr/bin/python3 -c 'import json,sys; print(json.dumps({"prompt": sys.argv[1], "max_tokens": int(sys.argv[3]), "temperature": 0, "smartgen": {"mode": sys.argv[2], "return_token_ids": True, "ignore_eos": True}}))' "$PROMPT" "$1" "$2")
   out=$(curl -sS --max-time 60 "$URL" -H 'Content-Type: application/json' -d "$body") || fail "curl failed ($1)"
+  printf '%s' "$out" > "$WORK/last.json"
   printf '%s' "$out" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["smartgen"]["token_ids"])' ||
     fail "no token ids in: $out"
 }
@@ -71,7 +72,21 @@ check() {  # NAME MODE: one request must give the reference ids within 15 s
   local got
   got=$(timed 15 ids "$2" 8) || exit 1
   [ "$got" = "$WANT" ] || fail "$1: ids $got != colocated $WANT"
-  echo "ok: $1 ($(cat "$WORK/elapsed") s)"
+  local how
+  how=$(/usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["smartgen"]; print("decode", s.get("decode_node"), "prefill", s.get("prefill_node"), "failovers", len(s.get("failovers", [])), "fallback", s.get("fallback"))' "$WORK/last.json")
+  echo "ok: $1 ($(cat "$WORK/elapsed") s; $how)"
+}
+
+# wait_up POOL N: until the router's /health shows N nodes of POOL up (10 s at most), so the
+# next case starts with every node in the pool again (idle nodes are picked in list order).
+wait_up() {
+  for _ in $(seq 1 100); do
+    up=$(curl -sS --max-time 2 "http://127.0.0.1:$R/health" |
+      /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['$1']['up'])" 2>/dev/null || echo 0)
+    [ "$up" = "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "the router does not see $2 $1 nodes up"
 }
 
 WANT=$(ids colocated 8)
@@ -80,7 +95,7 @@ check "all up, layerwise" layerwise
 # 1. A decode node stopped while idle: requests go to the other one.
 kill -STOP "$D1_PID"
 for i in 1 2 3; do check "decode node stopped while idle ($i)" layerwise; done
-kill -CONT "$D1_PID"; sleep 1
+kill -CONT "$D1_PID"; wait_up decode 2
 
 # 2. A decode node stopped mid-request (it accepted, the KV is crossing the slow link). Idle
 #    nodes are picked least-loaded first in list order, so d1 serves it.
@@ -88,12 +103,12 @@ kill -CONT "$D1_PID"; sleep 1
 sleep 0.7
 kill -STOP "$D1_PID"
 wait "$req" || fail "decode node stopped mid-request"
-kill -CONT "$D1_PID"; sleep 1
+kill -CONT "$D1_PID"; wait_up decode 2
 
 # 3. A prefill node stopped before a request: the health checks take it out of the pool.
 kill -STOP "$P1_PID"; sleep 1
 for i in 1 2; do check "prefill node stopped before a request ($i)" layerwise; done
-kill -CONT "$P1_PID"; sleep 1
+kill -CONT "$P1_PID"; wait_up prefill 2
 
 # 4. A prefill node stopped mid-transfer: the decode node's heartbeat notices, falls back.
 ( check "prefill node stopped mid-transfer" layerwise ) & req=$!
