@@ -1,5 +1,8 @@
 #include "node/decode/decode_kv_store.h"
 
+#include <chrono>
+#include <thread>
+
 namespace smartgen::node {
 
 Result<std::shared_ptr<DecodeKvStore::Entry>> DecodeKvStore::Add(std::uint64_t request_id,
@@ -31,6 +34,24 @@ void DecodeKvStore::Remove(std::uint64_t request_id) {
   e->residency.Cancel();
 }
 
+Status DecodeKvStore::Detach(std::uint64_t request_id, core::Deadline deadline) {
+  std::shared_ptr<Entry> e;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(request_id);
+    if (it == entries_.end()) return Status::Ok();
+    e = std::move(it->second);
+    entries_.erase(it);
+  }
+  // A write in progress ends with its frame (read, or failed with the link) within the
+  // receiver's deadline: this is a rare recovery path, so a short sleep loop will do.
+  while (e->pending_writes.load(std::memory_order_acquire) > 0) {
+    if (deadline.Expired()) return DeadlineExceeded("request {}: a KV write is still in progress", request_id);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return Status::Ok();
+}
+
 std::size_t DecodeKvStore::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return entries_.size();
@@ -58,7 +79,11 @@ Status DecodeKvStore::Prepare(const transfer::BlockKey& key,
   std::byte* data = e->kv.BlockData(key.layer, key.kv_head, key.block);
   destination->k = {data, g.half_block_bytes()};
   destination->v = {data + g.half_block_bytes(), g.half_block_bytes()};
-  destination->owner = std::move(e);
+  e->pending_writes.fetch_add(1, std::memory_order_acq_rel);
+  Entry* raw = e.get();
+  destination->owner = std::shared_ptr<const void>(raw, [e = std::move(e)](const void*) {
+    e->pending_writes.fetch_sub(1, std::memory_order_acq_rel);
+  });
   *action = transfer::SinkAction::kWrite;
   return Status::Ok();
 }

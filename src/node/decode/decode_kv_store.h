@@ -3,8 +3,9 @@
 // over its prompt blocks; arriving blocks are written straight into the sequence's blocks and
 // marked PRESENT after their checksum passed. Blocks of unknown (finished, cancelled) requests
 // and blocks already present are discarded, so a duplicate or late copy never overwrites data.
-// Each destination handed to the engine owns its entry (BlockDestination::owner), so a removed
-// request's memory lives exactly as long as a write into it can still happen.
+// Each destination handed to the engine owns its entry (BlockDestination::owner) and counts as a
+// pending write until the engine lets go of it, so a removed request's memory lives exactly as
+// long as a write into it can still happen, and Detach can wait for the last one.
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once
@@ -39,6 +40,8 @@ class DecodeKvStore final : public transfer::BlockSink {
     std::atomic<std::uint64_t> blocks_duplicate{0};  // arrived when already present: dropped
     std::atomic<std::uint64_t> blocks_requested_received{0};  // ... of blocks asked for on demand
     std::atomic<core::Nanos> last_block_at{0};  // when the last verified block landed
+    // Destinations handed to the engine and not yet let go (each one's owner holds a count).
+    std::atomic<int> pending_writes{0};
   };
 
   explicit DecodeKvStore(kv::BlockPool* pool) : pool_(pool) {}
@@ -52,6 +55,10 @@ class DecodeKvStore final : public transfer::BlockSink {
   std::shared_ptr<Entry> Find(std::uint64_t request_id) const;
   // Forgets the request; later blocks for it are discarded. Waiters are cancelled.
   void Remove(std::uint64_t request_id);
+  // Forgets the request like Remove, without cancelling its waiters, then waits until no
+  // write into its memory is in progress: afterwards only the caller writes its KV (the local
+  // recompute of what the link did not bring). kDeadlineExceeded if a write is still pending.
+  Status Detach(std::uint64_t request_id, core::Deadline deadline);
   std::size_t size() const;
 
   // transfer::BlockSink

@@ -118,6 +118,9 @@ Status DecodeNode::RecomputeMissing(DecodeRequest& r) {
   // scratch sequence, and every block still absent is copied over.
   const std::uint64_t id = r.call.request_id;
   endpoint_->CancelRequest(id);
+  // From here nothing from the link writes into this request's KV (a frame in flight may still
+  // be landing: wait for it), so the copies below cannot race with the receiver.
+  SG_RETURN_IF_ERROR(store_.Detach(id, core::Deadline::After(core::Seconds(config_.step_timeout_s))));
   fallbacks_->Increment();
   SG_LOG_WARN("decode", "request {}: KV link lost or too slow mid-decode; recomputing the missing KV", id);
   kv::SequenceKv scratch(rt_.blocks.get());
