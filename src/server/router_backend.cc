@@ -10,18 +10,34 @@ std::string RouterBackend::model_name() const {
 Result<GenerationResult> RouterBackend::Generate(const GenerationRequest& request,
                                                          const TokenSink& on_token) {
   node::RouteRequest rq;
-  rq.prompt = request.prompt;
-  rq.max_tokens = request.max_tokens;
-  rq.sampling = request.sampling;
+  rq.spec.prompt = request.prompt;
+  rq.spec.max_tokens = request.max_tokens;
+  rq.spec.sampling = request.sampling;
   rq.mode = request.transfer_mode;
   if (request.extension.is_object()) {
     const nlohmann::json& ext = request.extension;
-    if (ext.contains("options")) rq.options = ext["options"];
+    if (ext.contains("options")) rq.spec.options = ext["options"];
     if (ext.contains("ignore_eos")) {
       if (!ext["ignore_eos"].is_boolean()) {
         return InvalidArgument("smartgen.ignore_eos must be a boolean");
       }
-      rq.stop_at_eog = !ext["ignore_eos"].get<bool>();
+      rq.spec.stop_at_eog = !ext["ignore_eos"].get<bool>();
+    }
+    // Teacher forcing (generation_spec.h): the output is these tokens, and the decode node
+    // reports its own argmax at each of them in the stats.
+    if (ext.contains("forced_tokens")) {
+      const nlohmann::json& f = ext["forced_tokens"];
+      bool ok = f.is_array() && f.size() <= static_cast<std::size_t>(request.max_tokens);
+      const auto n_vocab = static_cast<std::int64_t>(router_->model().config().n_vocab);
+      for (std::size_t i = 0; ok && i < f.size(); ++i) {
+        ok = f[i].is_number_integer() && f[i].get<std::int64_t>() >= 0 &&
+             f[i].get<std::int64_t>() < n_vocab;
+        if (ok) rq.spec.forced_tokens.push_back(f[i].get<std::int32_t>());
+      }
+      if (!ok) {
+        return InvalidArgument("smartgen.forced_tokens must be at most max_tokens token ids "
+                               "below the vocabulary size");
+      }
     }
   }
   rq.deadline = request.deadline;

@@ -102,13 +102,13 @@ write("control", "started", control(6, b""))
 sampling = '{"temperature": 0.7, "top_k": 40, "top_p": 0.9, "seed": 1}'
 write("control", "node_info", b"\x01" + b'{"role": "decode", "model": "m", "transfer_address": '
       b'"tcp://127.0.0.1:9000", "n_layers": 2, "context_length": 4096}')
-write("control", "prefill_call", b"\x03" + ('{"request_id": 1, "prompt": [1, 2, 3], "mode": '
-      '"smartgen", "decode_address": "127.0.0.1:9000", "timeout_ms": 1000, "sampling": '
-      + sampling + ', "options": {}}').encode())
+write("control", "prefill_call", b"\x03" + ('{"request_id": 1, "generation": {"prompt": [1, 2, 3], '
+      '"max_tokens": 4, "sampling": ' + sampling + ', "options": {}}, "mode": '
+      '"smartgen", "decode_address": "127.0.0.1:9000", "timeout_ms": 1000}').encode())
 write("control", "prefill_reply", b"\x05" + b'{"first_token": 3, "prefill_ms": 1.5, "n_prompt": 3}')
-write("control", "decode_call", b"\x07" + ('{"request_id": 1, "prompt": [1, 2], "max_tokens": 4, '
-      '"mode": "full", "stop_at_eog": true, "timeout_ms": 100, "sampling": ' + sampling +
-      '}').encode())
+write("control", "decode_call", b"\x07" + ('{"request_id": 1, "generation": {"prompt": [1, 2], '
+      '"max_tokens": 4, "stop_at_eog": true, "forced_tokens": [5, 6], "sampling": ' + sampling +
+      '}, "mode": "full", "timeout_ms": 100}').encode())
 write("control", "decode_event", b"\x09" + b'{"event": "token", "index": 1, "token": 7}')
 write("control", "sampling", b"\x0b" + sampling.encode())
 

@@ -57,7 +57,7 @@ class ControlAuth : public ::testing::Test {
 
 TEST_F(ControlAuth, EveryInternalRouteRefusesCallersWithoutTheToken) {
   const std::string cancel = R"({"request_id": 1})";
-  const std::string prefill = R"({"request_id": 9, "prompt": [1, 2, 3], "mode": "layerwise",
+  const std::string prefill = R"({"request_id": 9, "generation": {"prompt": [1, 2, 3], "max_tokens": 4}, "mode": "layerwise",
                                  "decode_address": "127.0.0.1:9", "timeout_ms": 1000})";
   struct Route {
     int port;
@@ -66,7 +66,7 @@ TEST_F(ControlAuth, EveryInternalRouteRefusesCallersWithoutTheToken) {
     std::string body;
   };
   const std::vector<Route> routes = {
-      {decode_->http_port(), "POST", "/internal/decode", R"({"request_id": 5, "prompt": [1, 2], "mode": "colocated"})"},
+      {decode_->http_port(), "POST", "/internal/decode", R"({"request_id": 5, "generation": {"prompt": [1, 2], "max_tokens": 2}, "mode": "colocated"})"},
       {decode_->http_port(), "POST", "/internal/cancel", cancel},
       {decode_->http_port(), "POST", "/internal/fallback", cancel},
       {decode_->http_port(), "GET", "/internal/info", ""},
@@ -123,7 +123,7 @@ TEST(ControlAuthConfig, NoBuiltInTokenOffLoopback) {
 TEST_F(ControlAuth, ARequestListensToTheLinkThatStartedItOnly) {
   // Register a request (signed), as the router does, and keep its stream open.
   const std::string body =
-      R"({"request_id": 77, "prompt": [3, 4, 5, 6, 7, 8, 9, 10], "max_tokens": 4, "mode": "layerwise",
+      R"({"request_id": 77, "generation": {"prompt": [3, 4, 5, 6, 7, 8, 9, 10], "max_tokens": 4}, "mode": "layerwise",
           "timeout_ms": 10000})";
   std::thread stream([&] {
     httplib::Client cli("127.0.0.1", decode_->http_port());

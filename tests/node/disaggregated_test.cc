@@ -61,7 +61,7 @@ class Deployment : public ::testing::Test {
                                         int max_tokens, model::SamplingParams sampling = {},
                                         RouteResult* result = nullptr) {
     RouteRequest rq = testing::TestRequest(mode, prompt, max_tokens);
-    rq.sampling = sampling;
+    rq.spec.sampling = sampling;
     std::vector<std::int32_t> out;
     auto r = testing::GenerateTokens(*router_, rq, &out);
     if (!r.ok()) return r.status();
@@ -161,10 +161,10 @@ TEST_F(Deployment, BadRequestsGetClearErrors) {
 
 TEST_F(Deployment, ClientCancellationStopsTheRequest) {
   RouteRequest rq;
-  rq.prompt = Prompt(60, 6);
-  rq.max_tokens = 500;
+  rq.spec.prompt = Prompt(60, 6);
+  rq.spec.max_tokens = 500;
   rq.mode = "layerwise";
-  rq.stop_at_eog = false;
+  rq.spec.stop_at_eog = false;
   rq.deadline = core::Deadline::After(core::Seconds(30));
   int seen = 0;
   auto r = router_->Generate(rq, [&](std::int32_t) { return ++seen < 3; });

@@ -109,7 +109,7 @@ TEST(FailureMatrix, EveryRequestEndsCorrectlyAndLeavesNothingBehind) {
       ASSERT_TRUE(router.ok()) << router.status().ToString();
 
       RouteRequest rq = testing::TestRequest(mode, prompt, 8);
-      rq.options = {{"proactive_ratio", 4.0}};
+      rq.spec.options = {{"proactive_ratio", 4.0}};
       std::vector<std::int32_t> got;
       const core::Stopwatch watch;
       auto r = testing::GenerateTokens(**router, rq, &got);

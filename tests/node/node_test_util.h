@@ -53,10 +53,10 @@ inline NodeConfig SmallNodeConfig(const std::string& name, std::uint64_t model_s
 inline RouteRequest TestRequest(const std::string& mode, const std::vector<std::int32_t>& prompt,
                                 int max_tokens) {
   RouteRequest rq;
-  rq.prompt = prompt;
-  rq.max_tokens = max_tokens;
+  rq.spec.prompt = prompt;
+  rq.spec.max_tokens = max_tokens;
   rq.mode = mode;
-  rq.stop_at_eog = false;
+  rq.spec.stop_at_eog = false;
   rq.deadline = core::Deadline::After(core::Seconds(60));
   return rq;
 }

@@ -57,7 +57,7 @@ class SmartgenDeployment : public ::testing::Test {
   Result<std::vector<std::int32_t>> Run(const std::string& mode, const std::vector<std::int32_t>& prompt,
                                         int max_tokens, const json& options, json* stats = nullptr) {
     RouteRequest rq = testing::TestRequest(mode, prompt, max_tokens);
-    rq.options = options;
+    rq.spec.options = options;
     std::vector<std::int32_t> out;
     auto r = testing::GenerateTokens(*router_, rq, &out);
     if (!r.ok()) return r.status();

@@ -1,88 +1,19 @@
 #include "node/common/protocol.h"
 
+#include "node/common/json_fields.h"
+
 namespace smartgen::node {
 namespace {
 
 using nlohmann::json;
 
-// Typed field access that never throws.
-class Fields {
- public:
-  Fields(const json& j, const char* what) : j_(j), what_(what) {}
-
-  Status Check() const {
-    if (!j_.is_object()) return InvalidArgument("{}: expected a JSON object", what_);
-    return Status::Ok();
-  }
-  template <typename T>
-  Status Required(const char* key, T* out) const {
-    if (!j_.contains(key)) return InvalidArgument("{}: field '{}' is missing", what_, key);
-    return Get(key, out);
-  }
-  template <typename T>
-  Status Optional(const char* key, T* out) const {
-    if (!j_.contains(key) || j_.at(key).is_null()) return Status::Ok();
-    return Get(key, out);
-  }
-
- private:
-  template <typename T>
-  Status Get(const char* key, T* out) const {
-    const json& v = j_.at(key);
-    bool ok;
-    if constexpr (std::is_same_v<T, bool>) {
-      ok = v.is_boolean();
-    } else if constexpr (std::is_integral_v<T>) {
-      ok = v.is_number_integer();
-    } else if constexpr (std::is_floating_point_v<T>) {
-      ok = v.is_number();
-    } else if constexpr (std::is_same_v<T, std::string>) {
-      ok = v.is_string();
-    } else if constexpr (std::is_same_v<T, std::vector<std::int32_t>>) {
-      ok = v.is_array();
-      if (ok) {
-        for (const json& e : v) ok = ok && e.is_number_integer();
-      }
-    } else {
-      ok = true;  // json
-    }
-    if (!ok) return InvalidArgument("{}: field '{}' has the wrong type", what_, key);
-    *out = v.get<T>();
-    return Status::Ok();
-  }
-
-  const json& j_;
-  const char* what_;
-};
-
 Result<TransferMode> ModeField(const json& j, const char* what) {
   std::string name;
-  SG_RETURN_IF_ERROR(Fields(j, what).Required("mode", &name));
+  SG_RETURN_IF_ERROR(JsonFields(j, what).Required("mode", &name));
   return ParseTransferMode(name);
 }
 
 }  // namespace
-
-json ToJson(const model::SamplingParams& v) {
-  return {{"temperature", v.temperature}, {"top_k", v.top_k}, {"top_p", v.top_p},
-          {"seed", v.seed}};
-}
-
-Result<model::SamplingParams> ParseSamplingParams(const json& j) {
-  model::SamplingParams p;
-  if (j.is_null()) return p;
-  Fields f(j, "sampling");
-  SG_RETURN_IF_ERROR(f.Check());
-  SG_RETURN_IF_ERROR(f.Optional("temperature", &p.temperature));
-  SG_RETURN_IF_ERROR(f.Optional("top_k", &p.top_k));
-  SG_RETURN_IF_ERROR(f.Optional("top_p", &p.top_p));
-  SG_RETURN_IF_ERROR(f.Optional("seed", &p.seed));
-  if (p.temperature < 0 || p.top_p <= 0 || p.top_p > 1 || p.top_k < 0) {
-    return InvalidArgument("sampling: temperature {} top_p {} top_k {} out of range",
-                           p.temperature, p.top_p, p.top_k);
-  }
-  return p;
-}
 
 json ToJson(const NodeInfo& v) {
   return {{"role", v.role}, {"name", v.name}, {"transfer_address", v.transfer_address},
@@ -93,7 +24,7 @@ json ToJson(const NodeInfo& v) {
 
 Result<NodeInfo> ParseNodeInfo(const json& j) {
   NodeInfo v;
-  Fields f(j, "node info");
+  JsonFields f(j, "node info");
   SG_RETURN_IF_ERROR(f.Check());
   SG_RETURN_IF_ERROR(f.Required("role", &v.role));
   SG_RETURN_IF_ERROR(f.Required("name", &v.name));
@@ -108,25 +39,21 @@ Result<NodeInfo> ParseNodeInfo(const json& j) {
 }
 
 json ToJson(const PrefillCall& v) {
-  return {{"request_id", v.request_id}, {"prompt", v.prompt}, {"sampling", ToJson(v.sampling)},
+  return {{"request_id", v.request_id}, {"generation", ToJson(v.spec)},
           {"mode", TransferModeName(v.mode)}, {"decode_address", v.decode_address},
-          {"timeout_ms", v.timeout_ms}, {"options", v.options}};
+          {"timeout_ms", v.timeout_ms}};
 }
 
 Result<PrefillCall> ParsePrefillCall(const json& j) {
   PrefillCall v;
-  Fields f(j, "prefill call");
+  JsonFields f(j, "prefill call");
   SG_RETURN_IF_ERROR(f.Check());
   SG_RETURN_IF_ERROR(f.Required("request_id", &v.request_id));
-  SG_RETURN_IF_ERROR(f.Required("prompt", &v.prompt));
-  if (v.prompt.empty()) return InvalidArgument("prefill call: empty prompt");
-  if (j.contains("sampling")) {
-    SG_ASSIGN_OR_RETURN(v.sampling, ParseSamplingParams(j["sampling"]));
-  }
+  if (!j.contains("generation")) return InvalidArgument("prefill call: field 'generation' is missing");
+  SG_ASSIGN_OR_RETURN(v.spec, ParseGenerationSpec(j["generation"], "prefill call"));
   SG_ASSIGN_OR_RETURN(v.mode, ModeField(j, "prefill call"));
   SG_RETURN_IF_ERROR(f.Optional("decode_address", &v.decode_address));
   SG_RETURN_IF_ERROR(f.Optional("timeout_ms", &v.timeout_ms));
-  SG_RETURN_IF_ERROR(f.Optional("options", &v.options));
   return v;
 }
 
@@ -137,7 +64,7 @@ json ToJson(const PrefillReply& v) {
 
 Result<PrefillReply> ParsePrefillReply(const json& j) {
   PrefillReply v;
-  Fields f(j, "prefill reply");
+  JsonFields f(j, "prefill reply");
   SG_RETURN_IF_ERROR(f.Check());
   SG_RETURN_IF_ERROR(f.Required("first_token", &v.first_token));
   SG_RETURN_IF_ERROR(f.Optional("prefill_ms", &v.prefill_ms));
@@ -147,27 +74,19 @@ Result<PrefillReply> ParsePrefillReply(const json& j) {
 }
 
 json ToJson(const DecodeCall& v) {
-  return {{"request_id", v.request_id}, {"prompt", v.prompt}, {"max_tokens", v.max_tokens},
-          {"sampling", ToJson(v.sampling)}, {"mode", TransferModeName(v.mode)},
-          {"stop_at_eog", v.stop_at_eog}, {"timeout_ms", v.timeout_ms}, {"options", v.options}};
+  return {{"request_id", v.request_id}, {"generation", ToJson(v.spec)},
+          {"mode", TransferModeName(v.mode)}, {"timeout_ms", v.timeout_ms}};
 }
 
 Result<DecodeCall> ParseDecodeCall(const json& j) {
   DecodeCall v;
-  Fields f(j, "decode call");
+  JsonFields f(j, "decode call");
   SG_RETURN_IF_ERROR(f.Check());
   SG_RETURN_IF_ERROR(f.Required("request_id", &v.request_id));
-  SG_RETURN_IF_ERROR(f.Required("prompt", &v.prompt));
-  if (v.prompt.empty()) return InvalidArgument("decode call: empty prompt");
-  SG_RETURN_IF_ERROR(f.Required("max_tokens", &v.max_tokens));
-  if (v.max_tokens < 1) return InvalidArgument("decode call: max_tokens {} < 1", v.max_tokens);
-  if (j.contains("sampling")) {
-    SG_ASSIGN_OR_RETURN(v.sampling, ParseSamplingParams(j["sampling"]));
-  }
+  if (!j.contains("generation")) return InvalidArgument("decode call: field 'generation' is missing");
+  SG_ASSIGN_OR_RETURN(v.spec, ParseGenerationSpec(j["generation"], "decode call"));
   SG_ASSIGN_OR_RETURN(v.mode, ModeField(j, "decode call"));
-  SG_RETURN_IF_ERROR(f.Optional("stop_at_eog", &v.stop_at_eog));
   SG_RETURN_IF_ERROR(f.Optional("timeout_ms", &v.timeout_ms));
-  SG_RETURN_IF_ERROR(f.Optional("options", &v.options));
   return v;
 }
 
@@ -213,7 +132,7 @@ json ToJson(const DecodeEvent& v) {
 
 Result<DecodeEvent> ParseDecodeEvent(const json& j) {
   DecodeEvent v;
-  Fields f(j, "decode event");
+  JsonFields f(j, "decode event");
   SG_RETURN_IF_ERROR(f.Check());
   std::string event;
   SG_RETURN_IF_ERROR(f.Required("event", &event));

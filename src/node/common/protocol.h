@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
-#include "model/sampler.h"
+#include "node/common/generation_spec.h"
 #include "node/common/transfer_mode.h"
 
 namespace smartgen::node {
@@ -35,14 +35,13 @@ struct NodeInfo {
   double link_gbps = 0;          // configured emulated link rate (0 = unshaped)
 };
 
+// A call is the request's GenerationSpec plus what the router decided for this attempt.
 struct PrefillCall {
   std::uint64_t request_id = 0;
-  std::vector<std::int32_t> prompt;
-  model::SamplingParams sampling;
+  GenerationSpec spec;
   TransferMode mode = TransferMode::kLayerwise;
   std::string decode_address;    // the decode node's transfer address
   std::int64_t timeout_ms = 60000;
-  nlohmann::json options;        // mode-specific options (e.g. SmartGen budgets); may be null
 };
 
 struct PrefillReply {
@@ -54,13 +53,9 @@ struct PrefillReply {
 
 struct DecodeCall {
   std::uint64_t request_id = 0;
-  std::vector<std::int32_t> prompt;
-  int max_tokens = 16;
-  model::SamplingParams sampling;
+  GenerationSpec spec;
   TransferMode mode = TransferMode::kLayerwise;
-  bool stop_at_eog = true;
   std::int64_t timeout_ms = 60000;
-  nlohmann::json options;
 };
 
 // One line of a decode stream.
@@ -85,14 +80,12 @@ nlohmann::json ToJson(const PrefillCall& v);
 nlohmann::json ToJson(const PrefillReply& v);
 nlohmann::json ToJson(const DecodeCall& v);
 nlohmann::json ToJson(const DecodeEvent& v);
-nlohmann::json ToJson(const model::SamplingParams& v);
 
 Result<NodeInfo> ParseNodeInfo(const nlohmann::json& j);
 Result<PrefillCall> ParsePrefillCall(const nlohmann::json& j);
 Result<PrefillReply> ParsePrefillReply(const nlohmann::json& j);
 Result<DecodeCall> ParseDecodeCall(const nlohmann::json& j);
 Result<DecodeEvent> ParseDecodeEvent(const nlohmann::json& j);
-Result<model::SamplingParams> ParseSamplingParams(const nlohmann::json& j);
 
 // Parses text as JSON without throwing: kInvalidArgument with the parser's message.
 Result<nlohmann::json> ParseJsonText(std::string_view text);

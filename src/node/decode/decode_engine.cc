@@ -18,8 +18,18 @@ struct DecodeEngine::Seq {
   core::Nanos decode_start = 0;
   double wait_ms = 0;
   std::vector<float> logits;
+  std::vector<std::int32_t> own_picks;  // teacher forcing: the argmax at every output index
 
-  explicit Seq(EngineJob j) : job(std::move(j)), sampler(job.sampling) {}
+  explicit Seq(EngineJob j) : job(std::move(j)), sampler(job.spec.sampling) {}
+
+  // Output token `index` given this step's logits: the sample, or under teacher forcing the
+  // forced token (the argmax is recorded).
+  std::int32_t Pick(int index) {
+    const std::int32_t own = sampler.Sample(logits);
+    if (!job.spec.teacher_forced()) return own;
+    own_picks.push_back(model::Greedy(logits));
+    return job.spec.Emitted(index, own);
+  }
 };
 
 DecodeEngine::DecodeEngine(model::Forward* forward, DecodeEngineOptions options)
@@ -124,7 +134,7 @@ void DecodeEngine::Admit(std::vector<std::unique_ptr<Seq>>* waiting) {
       it = waiting->erase(it);
       continue;
     }
-    if (s.job.deadline.Expired()) {
+    if (s.job.deadline.Expired(*options_.clock)) {
       Finish(s, DeadlineExceeded("request {} timed out before decoding started", s.job.request_id), "");
       it = waiting->erase(it);
       continue;
@@ -152,12 +162,13 @@ void DecodeEngine::Admit(std::vector<std::unique_ptr<Seq>>* waiting) {
     } else {
       // Token 0 came from the prefill node, which computed the prompt's KV: its positions are
       // valid here (all of them arrived, or the attention override fetches what is missing).
-      seq->job.kv->set_n_tokens(static_cast<std::int64_t>(seq->job.prompt.size()));
-      seq->last_token = r.first_token;
+      seq->job.kv->set_n_tokens(static_cast<std::int64_t>(seq->job.spec.prompt.size()));
+      if (seq->job.spec.teacher_forced()) seq->own_picks.push_back(r.first_token);
+      seq->last_token = seq->job.spec.Emitted(0, r.first_token);
       seq->n_out = 1;
-      seq->sampler = model::Sampler(seq->job.sampling, 1);
+      seq->sampler = model::Sampler(seq->job.spec.sampling, 1);
       std::string reason;
-      if (Done(*seq, r.first_token, &reason)) {
+      if (Done(*seq, seq->last_token, &reason)) {
         Finish(*seq, Status::Ok(), reason);
         continue;
       }
@@ -170,13 +181,14 @@ void DecodeEngine::Admit(std::vector<std::unique_ptr<Seq>>* waiting) {
 bool DecodeEngine::PrefillLocally(Seq& s) {
   s.prefilled_locally = true;
   s.job.kv->set_n_tokens(0);
-  const Status st = forward_->RunOne(s.job.kv, s.job.prompt, &s.logits);
+  const Status st = forward_->RunOne(s.job.kv, s.job.spec.prompt, &s.logits);
   if (!st.ok()) {
     Finish(s, st, "");
     return false;
   }
-  s.sampler = model::Sampler(s.job.sampling, 0);
-  const std::int32_t token = s.sampler.Sample(s.logits);
+  s.sampler = model::Sampler(s.job.spec.sampling, 0);
+  s.own_picks.clear();
+  const std::int32_t token = s.Pick(0);
   s.last_token = token;
   s.n_out = 1;
   if (s.job.on_token && !s.job.on_token(0, token)) {
@@ -192,11 +204,11 @@ bool DecodeEngine::PrefillLocally(Seq& s) {
 }
 
 bool DecodeEngine::Done(Seq& s, std::int32_t token, std::string* reason) const {
-  if (s.job.stop_at_eog && forward_->model().tokenizer().IsEog(token)) {
+  if (s.job.spec.stop_at_eog && forward_->model().tokenizer().IsEog(token)) {
     *reason = "stop";
     return true;
   }
-  if (s.n_out >= s.job.max_tokens || s.job.kv->n_tokens() + 1 > forward_->max_context()) {
+  if (s.n_out >= s.job.spec.max_tokens || s.job.kv->n_tokens() + 1 > forward_->max_context()) {
     *reason = "length";
     return true;
   }
@@ -210,7 +222,7 @@ void DecodeEngine::Step() {
       Finish(*s, Status::Ok(), "cancelled");
       return true;
     }
-    if (s->job.deadline.Expired()) {
+    if (s->job.deadline.Expired(*options_.clock)) {
       Finish(*s, DeadlineExceeded("request {} ran past its deadline", s->job.request_id), "");
       return true;
     }
@@ -247,8 +259,8 @@ void DecodeEngine::Step() {
       it = running_.erase(it);
       continue;
     }
-    const std::int32_t token = s.sampler.Sample(s.logits);
     const int index = s.n_out++;
+    const std::int32_t token = s.Pick(index);
     s.last_token = token;
     bool keep = !s.job.on_token || s.job.on_token(index, token);
     std::string reason;
@@ -270,6 +282,7 @@ void DecodeEngine::Finish(Seq& s, const Status& status, const std::string& reaso
       {"tokens", s.n_out},
       {"decode_ms", s.decode_start ? core::ToMillis(core::NowNanos() - s.decode_start) : 0.0},
   };
+  if (s.job.spec.teacher_forced()) stats["argmax_tokens"] = s.own_picks;
   auto on_done = std::move(s.job.on_done);
   s.job.on_done = nullptr;
   on_done(status, status.ok() ? reason : "", stats);

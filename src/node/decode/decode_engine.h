@@ -6,6 +6,10 @@
 // need it one at a time, then decodes all running sequences in one batch. Tokens are reported
 // through the job's callbacks from the engine thread, in order; on_done is called exactly once.
 //
+// Teacher forcing (GenerationSpec::forced_tokens): the tokens emitted and fed back are the
+// forced ones, and every step's own pick (greedy argmax of its logits; token 0's is the
+// prefill node's) is collected into the final stats as `argmax_tokens`.
+//
 // Thread-safety: Submit/Cancel/Stop from any thread. Callbacks run on the engine thread and
 // must not block for long (they queue events for HTTP writers).
 #pragma once
@@ -27,6 +31,7 @@
 #include "kv/sequence_kv.h"
 #include "model/forward.h"
 #include "model/sampler.h"
+#include "node/common/generation_spec.h"
 
 namespace smartgen::node {
 
@@ -49,10 +54,7 @@ struct EngineJob {
   std::uint64_t request_id = 0;
   kv::SequenceKv* kv = nullptr;           // the sequence's KV (prompt reserved), in `owner`
   std::shared_ptr<void> owner;            // owns what `kv` and `attention` point into
-  std::vector<std::int32_t> prompt;
-  int max_tokens = 16;
-  model::SamplingParams sampling;
-  bool stop_at_eog = true;
+  GenerationSpec spec;                    // prompt, max_tokens, sampling, forcing, ...
   core::Deadline deadline = core::Deadline::Never();
   model::AttentionOverride* attention = nullptr;  // decode-step attention (SmartGen), or dense
 
@@ -70,6 +72,7 @@ struct EngineJob {
 struct DecodeEngineOptions {
   int max_batch = 64;                     // running sequences per step
   core::Nanos idle_wait = core::Millis(20);  // longest sleep when only waiting jobs exist
+  const core::Clock* clock = &core::SteadyClock();  // what job deadlines are read on (tests: manual)
 };
 
 class DecodeEngine {

@@ -39,7 +39,7 @@ void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::
   switch (m->type) {
     case ControlType::kPrefillStarted: break;
     case ControlType::kPrefillDone:
-      if (m->n_prompt != static_cast<std::int64_t>(r->call.prompt.size()) ||
+      if (m->n_prompt != static_cast<std::int64_t>(r->call.spec.prompt.size()) ||
           m->first_token >= rt_.model->config().n_vocab) {
         st = DataLoss("prefill_done for {} prompt tokens, token {}", m->n_prompt, m->first_token);
         break;
@@ -124,7 +124,7 @@ Status DecodeNode::RecomputeMissing(DecodeRequest& r) {
   fallbacks_->Increment();
   SG_LOG_WARN("decode", "request {}: KV link lost or too slow mid-decode; recomputing the missing KV", id);
   kv::SequenceKv scratch(rt_.blocks.get());
-  SG_RETURN_IF_ERROR(recompute_forward_->RunOne(&scratch, r.call.prompt, nullptr));
+  SG_RETURN_IF_ERROR(recompute_forward_->RunOne(&scratch, r.call.spec.prompt, nullptr));
   kv::Residency& residency = r.entry->residency;
   const kv::KvGeometry& g = rt_.blocks->geometry();
   for (int l = 0; l < g.n_layers; ++l) {

@@ -170,13 +170,13 @@ DecodeNode::RequestPtr DecodeNode::FindRequest(std::uint64_t id) const {
 }
 
 Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call) {
-  const std::int64_t n_prompt = static_cast<std::int64_t>(call.prompt.size());
-  if (call.max_tokens < 1 || n_prompt < 1) return InvalidArgument("empty prompt or max_tokens < 1");
-  if (n_prompt + call.max_tokens > rt_.forward->max_context()) {
+  const std::int64_t n_prompt = static_cast<std::int64_t>(call.spec.prompt.size());
+  if (call.spec.max_tokens < 1 || n_prompt < 1) return InvalidArgument("empty prompt or max_tokens < 1");
+  if (n_prompt + call.spec.max_tokens > rt_.forward->max_context()) {
     return OutOfRange("prompt of {} tokens + {} output tokens exceeds the context length {}", n_prompt,
-                      call.max_tokens, rt_.forward->max_context());
+                      call.spec.max_tokens, rt_.forward->max_context());
   }
-  for (std::int32_t t : call.prompt) {
+  for (std::int32_t t : call.spec.prompt) {
     if (t < 0 || t >= rt_.model->config().n_vocab) {
       return InvalidArgument("token id {} is outside the vocabulary", t);
     }
@@ -184,11 +184,11 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call) {
   if (call.mode == TransferMode::kAuto) return InvalidArgument("mode 'auto' is resolved by the router");
   std::optional<SmartgenOptions> options;
   if (call.mode == TransferMode::kSmartgen) {
-    SG_ASSIGN_OR_RETURN(options, ParseSmartgenOptions(call.options));
+    SG_ASSIGN_OR_RETURN(options, ParseSmartgenOptions(call.spec.options));
   }
   auto r = std::make_shared<DecodeRequest>(std::move(call), DeadlinesOf(config_));
   const std::uint64_t id = r->call.request_id;
-  const std::int64_t capacity = n_prompt + r->call.max_tokens;
+  const std::int64_t capacity = n_prompt + r->call.spec.max_tokens;
   if (r->call.mode == TransferMode::kColocated) {
     r->local_kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
     SG_RETURN_IF_ERROR(r->local_kv->Reserve(capacity));
@@ -237,10 +237,7 @@ void DecodeNode::Submit(const RequestPtr& r) {
   job.kv = r->local_kv ? r->local_kv.get() : &r->entry->kv;
   job.attention = r->smartgen.get();
   job.owner = r;
-  job.prompt = r->call.prompt;
-  job.max_tokens = r->call.max_tokens;
-  job.sampling = r->call.sampling;
-  job.stop_at_eog = r->call.stop_at_eog;
+  job.spec = r->call.spec;
   job.deadline = core::Deadline::After(r->call.timeout_ms * core::kNanosPerMilli);
   if (r->call.mode != TransferMode::kColocated) {
     job.ready = [this, r] { return CheckReady(*r); };
@@ -308,7 +305,7 @@ Readiness DecodeNode::CheckReady(DecodeRequest& r) {
     endpoint_->CancelRequest(id);
     Move(r, DecodeState::kFallback);
     r.local_kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
-    const Status st = r.local_kv->Reserve(static_cast<std::int64_t>(r.call.prompt.size()) + r.call.max_tokens);
+    const Status st = r.local_kv->Reserve(static_cast<std::int64_t>(r.call.spec.prompt.size()) + r.call.spec.max_tokens);
     if (!st.ok()) return Readiness::Fail(st);
     fallbacks_->Increment();
     SG_LOG_WARN("decode", "request {}: computing the prompt locally ({})", id, r.fallback_reason);

@@ -322,13 +322,13 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
     return InvalidArgument("mode '{}' is not a prefill node mode (the router resolves auto)",
                            TransferModeName(call.mode));
   }
-  if (static_cast<std::int64_t>(call.prompt.size()) >= rt_.forward->max_context()) {
-    return OutOfRange("prompt of {} tokens does not fit the context length {}", call.prompt.size(),
+  if (static_cast<std::int64_t>(call.spec.prompt.size()) >= rt_.forward->max_context()) {
+    return OutOfRange("prompt of {} tokens does not fit the context length {}", call.spec.prompt.size(),
                       rt_.forward->max_context());
   }
   SmartgenOptions sg_options;
   if (call.mode == TransferMode::kSmartgen) {
-    SG_ASSIGN_OR_RETURN(sg_options, ParseSmartgenOptions(call.options));
+    SG_ASSIGN_OR_RETURN(sg_options, ParseSmartgenOptions(call.spec.options));
   }
   SG_ASSIGN_OR_RETURN(transfer::PeerId peer, PeerFor(call.decode_address, deadline));
   SG_ASSIGN_OR_RETURN(std::shared_ptr<PrefillKvStore::Entry> entry, store_.Add(id));
@@ -366,7 +366,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   // The decode node ties the request to this link from here on: if the link dies, it knows.
   if (Status st = SendControl(peer, ControlMessage::PrefillStarted(id)); !st.ok()) return fail(st);
 
-  const std::int64_t n_prompt = static_cast<std::int64_t>(call.prompt.size());
+  const std::int64_t n_prompt = static_cast<std::int64_t>(call.spec.prompt.size());
   const kv::KvGeometry& geometry = rt_.blocks->geometry();
   const std::int64_t n_blocks = geometry.BlocksFor(n_prompt);
   const std::int64_t full_kv_bytes =
@@ -392,7 +392,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   std::vector<float> logits;
   model::ForwardChunk chunk;
   chunk.kv = &entry->kv;
-  chunk.tokens = call.prompt;
+  chunk.tokens = call.spec.prompt;
   chunk.logits = &logits;
   Status push_status;
   if (sg) {
@@ -422,7 +422,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
       return fail(st);
     }
   }
-  model::Sampler sampler(call.sampling, 0);
+  model::Sampler sampler(call.spec.sampling, 0);
   const std::int32_t first = sampler.Sample(logits);
   if (Status st = SendControl(peer, ControlMessage::PrefillDone(id, first, n_prompt)); !st.ok()) {
     return fail(st);
@@ -433,7 +433,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   }
   RecordPrefill(n_prompt, prefill_ms / 1e3);
   prefills_ok_->Increment();
-  prompt_tokens_->Increment(static_cast<double>(call.prompt.size()));
+  prompt_tokens_->Increment(static_cast<double>(call.spec.prompt.size()));
   prefill_seconds_->Observe(prefill_ms / 1e3);
   PrefillReply reply;
   reply.first_token = first;

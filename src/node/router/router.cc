@@ -121,13 +121,9 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
 
   DecodeCall call;
   call.request_id = id;
-  call.prompt = rq.prompt;
-  call.max_tokens = rq.max_tokens;
-  call.sampling = rq.sampling;
+  call.spec = rq.spec;
   call.mode = mode;
-  call.stop_at_eog = rq.stop_at_eog;
   call.timeout_ms = std::max<std::int64_t>(1, core::ToMillis(Remaining(rq.deadline)));
-  call.options = rq.options;
 
   std::mutex mu;
   std::condition_variable cv;
@@ -144,7 +140,7 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
         [&](const json& line) {
           // (Once every token is delivered the server may signal too: the request is complete,
           // and its final line still counts.)
-          if (rq.cancelled && delivery.delivered() < rq.max_tokens && rq.cancelled()) {
+          if (rq.cancelled && delivery.delivered() < rq.spec.max_tokens && rq.cancelled()) {
             client_gone.store(true);
             return false;
           }
@@ -194,17 +190,15 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
     prefill_thread = std::thread([&] {
       PrefillCall pc;
       pc.request_id = id;
-      pc.prompt = rq.prompt;
-      pc.sampling = rq.sampling;
+      pc.spec = rq.spec;
       pc.mode = mode;
       pc.decode_address = d->info.transfer_address;
       pc.timeout_ms = call.timeout_ms;
-      pc.options = rq.options;
       auto reply = prefill_call.PostJson(p->address, "/internal/prefill", ToJson(pc), Remaining(rq.deadline));
       Result<PrefillReply> parsed = reply.ok() ? ParsePrefillReply(*reply) : Result<PrefillReply>(reply.status());
       if (parsed.ok()) {
         prefill_stats = ToJson(*parsed);
-        const double ms_per_token = parsed->prefill_ms / static_cast<double>(rq.prompt.size());
+        const double ms_per_token = parsed->prefill_ms / static_cast<double>(rq.spec.prompt.size());
         const double old = p->prefill_ms_per_token.load();
         p->prefill_ms_per_token.store(old == 0 ? ms_per_token : 0.7 * old + 0.3 * ms_per_token);
         if (parsed->stats.value("link_measured", false)) {
@@ -297,10 +291,10 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq,
   }
   json auto_reason = nullptr;
   if (mode == TransferMode::kAuto) {
-    mode = ResolveAuto(*p, static_cast<std::int64_t>(rq.prompt.size()), &auto_reason);
+    mode = ResolveAuto(*p, static_cast<std::int64_t>(rq.spec.prompt.size()), &auto_reason);
   }
   const core::Nanos start = core::NowNanos();
-  OrderedDelivery delivery(on_token, start, rq.max_tokens);
+  OrderedDelivery delivery(on_token, start, rq.spec.max_tokens);
   std::set<Node*> tried;
   Result<RouteResult> outcome = Unavailable("no decode node is up");
   json failovers = json::array();

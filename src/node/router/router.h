@@ -60,12 +60,8 @@ struct RouterConfig {
 };
 
 struct RouteRequest {
-  std::vector<std::int32_t> prompt;
-  int max_tokens = 16;
-  model::SamplingParams sampling;
+  GenerationSpec spec;              // handed to both nodes as it is
   std::string mode;                 // "" = default
-  nlohmann::json options;           // passed to the nodes (mode-specific)
-  bool stop_at_eog = true;
   core::Deadline deadline = core::Deadline::Never();
   // True once the client has gone (may be null). Asked at every line of the decode stream,
   // which has one at least every second, so a request whose client left ends within about a
