@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -27,32 +28,90 @@ void SetNoDelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-Result<sockaddr_in> Resolve(const HostPort& address) {
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(address.port);
+// One socket address of either family.
+struct SockAddr {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  int family() const { return storage.ss_family; }
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+};
+
+SockAddr FromAddrinfo(const addrinfo& ai) {
+  SockAddr a;
+  std::memcpy(&a.storage, ai.ai_addr, ai.ai_addrlen);
+  a.length = static_cast<socklen_t>(ai.ai_addrlen);
+  return a;
+}
+
+// Every address `address` stands for, in the resolver's order: a literal is one address, a
+// name may be several (IPv4 and IPv6). Empty or "*" is IPv4 any.
+Result<std::vector<SockAddr>> Resolve(const HostPort& address, bool passive) {
   if (address.host.empty() || address.host == "*") {
-    sa.sin_addr.s_addr = htonl(INADDR_ANY);
-    return sa;
+    SockAddr a;
+    auto* sin = reinterpret_cast<sockaddr_in*>(&a.storage);
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(address.port);
+    sin->sin_addr.s_addr = htonl(INADDR_ANY);
+    a.length = sizeof(sockaddr_in);
+    return std::vector<SockAddr>{a};
   }
-  if (inet_pton(AF_INET, address.host.c_str(), &sa.sin_addr) == 1) return sa;
   addrinfo hints{};
-  hints.ai_family = AF_INET;
+  hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
   addrinfo* found = nullptr;
-  const int rc = getaddrinfo(address.host.c_str(), nullptr, &hints, &found);
+  const std::string port = std::to_string(address.port);
+  const int rc = getaddrinfo(address.host.c_str(), port.c_str(), &hints, &found);
   if (rc != 0 || found == nullptr) {
     return NotFound("cannot resolve host '{}': {}", address.host, gai_strerror(rc));
   }
-  sa.sin_addr = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
+  std::vector<SockAddr> out;
+  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    if (ai->ai_family == AF_INET || ai->ai_family == AF_INET6) out.push_back(FromAddrinfo(*ai));
+  }
   freeaddrinfo(found);
-  return sa;
+  if (out.empty()) return NotFound("host '{}' has no IPv4 or IPv6 address", address.host);
+  return out;
 }
 
-std::string FormatAddress(const sockaddr_in& sa) {
-  char ip[INET_ADDRSTRLEN] = "?";
-  inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
-  return fmt::format("{}:{}", ip, ntohs(sa.sin_port));
+std::string FormatAddress(const sockaddr_storage& ss) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  if (ss.ss_family == AF_INET) {
+    const auto& sin = reinterpret_cast<const sockaddr_in&>(ss);
+    inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip));
+    return fmt::format("{}:{}", ip, ntohs(sin.sin_port));
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto& sin6 = reinterpret_cast<const sockaddr_in6&>(ss);
+    if (IN6_IS_ADDR_V4MAPPED(&sin6.sin6_addr)) {  // an IPv4 peer of a dual-stack socket
+      inet_ntop(AF_INET, &sin6.sin6_addr.s6_addr[12], ip, sizeof(ip));
+      return fmt::format("{}:{}", ip, ntohs(sin6.sin6_port));
+    }
+    inet_ntop(AF_INET6, &sin6.sin6_addr, ip, sizeof(ip));
+    return fmt::format("[{}]:{}", ip, ntohs(sin6.sin6_port));
+  }
+  return "?";
+}
+
+std::string FormatAddress(const SockAddr& a) { return FormatAddress(a.storage); }
+
+// One non-blocking connect attempt to `sa`, waited for until `deadline`.
+Result<UniqueFd> ConnectOne(const SockAddr& sa, core::Deadline deadline, int wake_fd) {
+  UniqueFd fd(socket(sa.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoStatus(errno, "socket");
+  SetNoDelay(fd.get());
+  const std::string where = FormatAddress(sa);
+  if (connect(fd.get(), sa.get(), sa.length) < 0) {
+    if (errno != EINPROGRESS) return ErrnoStatus(errno, "connect " + where);
+    SG_ASSIGN_OR_RETURN(EpollWaiter waiter, EpollWaiter::Create(fd.get(), EPOLLOUT, wake_fd));
+    Status s = waiter.Wait(deadline);
+    if (!s.ok()) return s.WithContext("connect " + where);
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) return ErrnoStatus(err, "connect " + where);
+  }
+  return fd;
 }
 
 }  // namespace
@@ -129,7 +188,16 @@ Result<HostPort> ParseHostPort(std::string_view address) {
     return InvalidArgument("address '{}' is not host:port", address);
   }
   HostPort hp;
-  hp.host = std::string(address.substr(0, colon));
+  std::string_view host = address.substr(0, colon);
+  if (!host.empty() && host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') {
+      return InvalidArgument("address '{}' has an unclosed '['", address);
+    }
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    return InvalidArgument("address '{}': write an IPv6 host in brackets, e.g. [::1]:7000", address);
+  }
+  hp.host = std::string(host);
   const std::string port(address.substr(colon + 1));
   char* end = nullptr;
   const long value = std::strtol(port.c_str(), &end, 10);
@@ -140,14 +208,25 @@ Result<HostPort> ParseHostPort(std::string_view address) {
   return hp;
 }
 
+std::string FormatHostPort(std::string_view host, std::uint16_t port) {
+  if (host.find(':') != std::string_view::npos) return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
+}
+
 Result<UniqueFd> TcpListen(const HostPort& address, std::string* bound) {
-  SG_ASSIGN_OR_RETURN(sockaddr_in sa, Resolve(address));
-  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  SG_ASSIGN_OR_RETURN(std::vector<SockAddr> addresses, Resolve(address, /*passive=*/true));
+  const SockAddr& sa = addresses.front();
+  UniqueFd fd(socket(sa.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return ErrnoStatus(errno, "socket");
   int one = 1;
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) < 0) {
-    return ErrnoStatus(errno, fmt::format("bind {}:{}", address.host, address.port));
+  if (sa.family() == AF_INET6) {
+    // "[::]" takes IPv4 peers too, whatever the host's net.ipv6.bindv6only says.
+    int zero = 0;
+    setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+  }
+  if (bind(fd.get(), sa.get(), sa.length) < 0) {
+    return ErrnoStatus(errno, "bind " + FormatHostPort(address.host, address.port));
   }
   if (listen(fd.get(), 64) < 0) return ErrnoStatus(errno, "listen");
   if (bound) *bound = LocalAddress(fd.get());
@@ -155,22 +234,16 @@ Result<UniqueFd> TcpListen(const HostPort& address, std::string* bound) {
 }
 
 Result<UniqueFd> TcpConnect(const HostPort& address, core::Deadline deadline, int wake_fd) {
-  SG_ASSIGN_OR_RETURN(sockaddr_in sa, Resolve(address));
-  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return ErrnoStatus(errno, "socket");
-  SetNoDelay(fd.get());
-  const std::string where = FormatAddress(sa);
-  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) < 0) {
-    if (errno != EINPROGRESS) return ErrnoStatus(errno, "connect " + where);
-    SG_ASSIGN_OR_RETURN(EpollWaiter waiter, EpollWaiter::Create(fd.get(), EPOLLOUT, wake_fd));
-    Status s = waiter.Wait(deadline);
-    if (!s.ok()) return s.WithContext("connect " + where);
-    int err = 0;
-    socklen_t len = sizeof(err);
-    getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) return ErrnoStatus(err, "connect " + where);
+  SG_ASSIGN_OR_RETURN(std::vector<SockAddr> addresses, Resolve(address, /*passive=*/false));
+  Status last;
+  for (const SockAddr& sa : addresses) {
+    Result<UniqueFd> fd = ConnectOne(sa, deadline, wake_fd);
+    if (fd.ok()) return fd;
+    last = fd.status();
+    // Shut down or out of time: no point in trying the name's other addresses.
+    if (last.code() == StatusCode::kCancelled || last.code() == StatusCode::kDeadlineExceeded) break;
   }
-  return fd;
+  return last;
 }
 
 Result<UniqueFd> TcpAccept(int listen_fd, int wake_fd, core::Deadline deadline) {
@@ -188,14 +261,14 @@ Result<UniqueFd> TcpAccept(int listen_fd, int wake_fd, core::Deadline deadline) 
 }
 
 std::string LocalAddress(int fd) {
-  sockaddr_in sa{};
+  sockaddr_storage sa{};
   socklen_t len = sizeof(sa);
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) < 0) return "?";
   return FormatAddress(sa);
 }
 
 std::string PeerAddress(int fd) {
-  sockaddr_in sa{};
+  sockaddr_storage sa{};
   socklen_t len = sizeof(sa);
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) < 0) return "?";
   return FormatAddress(sa);

@@ -1,9 +1,10 @@
 // POSIX socket plumbing shared by the tcp transport and the ucx bootstrap: an owning file
 // descriptor, an epoll-based readiness wait that a shutdown eventfd can interrupt, and TCP
-// listen/connect/accept with deadlines. All sockets are non-blocking.
+// listen/connect/accept with deadlines, over IPv4 and IPv6. All sockets are non-blocking.
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -66,20 +67,27 @@ class EpollWaiter {
 };
 
 struct HostPort {
-  std::string host;
+  std::string host;  // without brackets: "10.0.0.3", "::1", "fe80::1%eth0", "node-3"
   std::uint16_t port = 0;
 };
-// "host:port" (host: IPv4 address or name; empty or "*" = any). kInvalidArgument otherwise.
+// "host:port" where host is an IPv4 address, a bracketed IPv6 address ("[::1]:7000",
+// "[::]:0" = IPv6 any, dual-stack), a name, or empty / "*" (IPv4 any). kInvalidArgument
+// otherwise.
 Result<HostPort> ParseHostPort(std::string_view address);
+// "host:port", bracketing an IPv6 host: the inverse of ParseHostPort.
+std::string FormatHostPort(std::string_view host, std::uint16_t port);
 
-// Listens on a TCP address (port 0: any free port). `bound` receives "ip:port".
+// Listens on a TCP address (port 0: any free port; a name: its first address). `bound`
+// receives "ip:port" ("[ip]:port" for IPv6).
 Result<UniqueFd> TcpListen(const HostPort& address, std::string* bound);
-// Connects with a deadline; the socket has TCP_NODELAY set. kUnavailable when refused.
+// Connects with a deadline, trying each address a name resolves to in turn; the socket has
+// TCP_NODELAY set. kUnavailable when refused; the last attempt's error when none succeeds.
 Result<UniqueFd> TcpConnect(const HostPort& address, core::Deadline deadline, int wake_fd = -1);
 // Accepts one connection (TCP_NODELAY set). kDeadlineExceeded when none came in time.
 Result<UniqueFd> TcpAccept(int listen_fd, int wake_fd, core::Deadline deadline);
 
-// "ip:port" of the local or remote end of a socket ("?" when unknown).
+// "ip:port" ("[ip]:port" for IPv6; an IPv4-mapped address as plain IPv4) of the local or
+// remote end of a socket ("?" when unknown).
 std::string LocalAddress(int fd);
 std::string PeerAddress(int fd);
 
