@@ -16,6 +16,7 @@ Result<std::vector<std::int32_t>> Generate(Forward& forward, kv::SequenceKv& seq
 
   const tokenizer::Tokenizer& tok = forward.model().tokenizer();
   Sampler sampler(options.sampling);
+  sampler.SetPrompt(prompt);  // repetition_penalty sees the prompt
   std::vector<std::int32_t> out;
   std::vector<float> logits;
 
