@@ -60,7 +60,7 @@ void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) 
   c.name = default_name;
   cmd.add_option("--model,-m", c.model_path, "GGUF model file")->required();
   cmd.add_option("--name", c.name, "node name (logs, /internal/info)")->capture_default_str();
-  cmd.add_option("--host", c.http_host, "control-plane HTTP host")->capture_default_str();
+  cmd.add_option("--host", c.http_host, "control-plane HTTP host (IPv6: ::1, ::)")->capture_default_str();
   cmd.add_option("--port", c.http_port, "control-plane HTTP port (0 = any)")->capture_default_str();
   cmd.add_option("--transport", c.transport, "KV transport: tcp, ucx")->capture_default_str();
   cmd.add_option("--token", c.token,
@@ -88,10 +88,11 @@ void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) 
 
 std::string Describe(const node::NodeConfig& c) {
   return fmt::format(
-      "name={} model={} http={}:{} transfer={} transport={} link_gbps={} link_latency_ms={} "
+      "name={} model={} http={}:{} transfer={} advertise={} transport={} link_gbps={} link_latency_ms={} "
       "threads={} kv_dtype={} block_tokens={} kv_capacity_tokens={} ctx={} max_batch={} "
       "profiles=[{}]",
-      c.name, c.model_path, c.http_host, c.http_port, c.transfer_address, c.transport,
+      c.name, c.model_path, c.http_host, c.http_port, c.transfer_address,
+      c.advertise.empty() ? "(bound)" : c.advertise, c.transport,
       c.link_gbps, c.link_latency_ms, c.threads, c.kv_dtype, c.block_tokens,
       c.kv_capacity_tokens, c.max_context, c.max_batch, fmt::join(c.profile_paths, ","));
 }
@@ -204,8 +205,12 @@ void RegisterServe(CLI::App& app) {
   auto decode = std::make_shared<node::NodeConfig>();
   CLI::App* d = serve->add_subcommand("decode", "a decode node");
   AddNodeFlags(*d, *decode, "decode");
-  d->add_option("--transfer", decode->transfer_address, "KV listen address host:port")
+  d->add_option("--transfer", decode->transfer_address,
+                "KV listen address host:port ([::]:port or [::1]:port for IPv6)")
       ->capture_default_str();
+  d->add_option("--advertise", decode->advertise,
+                "KV address prefill nodes are told to connect to, host[:port] (default: the bound "
+                "address; needed with a wildcard --transfer, NAT or a DNS name)");
   d->add_option("--max-batch", decode->max_batch, "sequences per decode step")->capture_default_str();
   d->add_option("--prefill-start-timeout", decode->prefill_start_timeout_s,
                 "seconds a registered request waits for its prefill to begin (then computes it here)")

@@ -4,6 +4,7 @@
 #include "node/common/control_auth.h"
 #include "node/common/node_config.h"
 #include "node/common/protocol.h"
+#include "transfer/socket.h"
 
 namespace smartgen::node {
 namespace {
@@ -155,7 +156,9 @@ void StreamLines(httplib::Response& res, std::shared_ptr<LineQueue> queue,
       });
 }
 
-std::string NodeAddress::ToString() const { return fmt::format("{}:{}", host, port); }
+std::string NodeAddress::ToString() const {
+  return transfer::FormatHostPort(host, static_cast<std::uint16_t>(port));  // [v6]:port
+}
 
 Result<NodeAddress> ParseNodeAddress(const std::string& text) {
   std::string rest = text;

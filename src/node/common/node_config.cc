@@ -1,6 +1,8 @@
 #include "node/common/node_config.h"
 
+#include "core/log.h"
 #include "kernels/matmul.h"
+#include "transfer/socket.h"
 #include "transfer/transport_factory.h"
 
 namespace smartgen::node {
@@ -33,6 +35,25 @@ Status SplitHostPort(const std::string& address, std::string* host, int* port) {
   return Status::Ok();
 }
 
+Result<std::string> AdvertisedAddress(const std::string& advertise, const std::string& bound) {
+  SG_ASSIGN_OR_RETURN(transfer::HostPort b, transfer::ParseHostPort(bound));
+  if (advertise.empty()) {
+    if (b.host.empty() || b.host == "0.0.0.0" || b.host == "::" || b.host == "*") {
+      SG_LOG_WARN("node", "handing out the wildcard address {} to peers: give --advertise", bound);
+    }
+    return bound;
+  }
+  // A host alone ("10.0.0.3", "[fd00::3]", "decode-1") takes the bound port.
+  const bool has_port = advertise.back() != ']' && advertise.find(':') != std::string::npos;
+  const std::string text = has_port ? advertise : advertise + ":0";
+  auto a = transfer::ParseHostPort(text);
+  if (!a.ok() || a->host.empty() || a->host == "*") {
+    return InvalidArgument("--advertise '{}' is not host[:port] (IPv6 in brackets: [fd00::3]:9201)",
+                           advertise);
+  }
+  return transfer::FormatHostPort(a->host, a->port != 0 ? a->port : b.port);
+}
+
 bool IsLoopbackHost(std::string_view host) {
   if (!host.empty() && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -59,6 +80,7 @@ Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c,
                                      std::shared_ptr<transfer::Transport> transport) {
   if (c.threads < 1 || c.threads > 256) return InvalidArgument("threads {} out of range", c.threads);
   SG_RETURN_IF_ERROR(CheckTokenForAddresses(c));
+  if (!c.advertise.empty()) SG_RETURN_IF_ERROR(AdvertisedAddress(c.advertise, "0.0.0.0:1").status());
   kernels::SetFastDot(c.fast_dot);
   if (c.block_tokens < 1 || c.block_tokens > 1024) {
     return InvalidArgument("block_tokens {} out of range", c.block_tokens);

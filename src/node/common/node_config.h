@@ -27,6 +27,10 @@ struct NodeConfig {
   std::string http_host = "127.0.0.1";       // internal control-plane HTTP
   int http_port = 0;                         // 0 = ephemeral
   std::string transfer_address = "127.0.0.1:0";  // decode nodes listen here for KV
+  // Decode nodes: the KV address handed to peers (NodeInfo::transfer_address), "host:port",
+  // "[v6]:port", or a host alone / port 0 for the bound port; "" = the bound address. Needed
+  // when peers reach this node at another address than it binds (0.0.0.0, NAT, a name).
+  std::string advertise;
   std::string transport = "tcp";             // tcp | ucx | loopback
   std::string token = kBuiltInToken;         // node-to-node shared secret (control plane, KV link)
   double link_gbps = 0;                      // emulated link rate for KV sent (0 = unshaped)
@@ -73,6 +77,11 @@ Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& config,
 
 // The transfer engine's view of a KV geometry.
 transfer::KvGeometry ToTransferGeometry(const kv::KvGeometry& g);
+
+// The address a node hands to peers for the one it bound: `bound` when `advertise` is empty,
+// else `advertise` with the bound port where it names none (or 0). kInvalidArgument when
+// `advertise` is malformed. Warns when a wildcard bound address (0.0.0.0, [::]) is handed out.
+Result<std::string> AdvertisedAddress(const std::string& advertise, const std::string& bound);
 
 // "host:port" split; kInvalidArgument when malformed.
 Status SplitHostPort(const std::string& address, std::string* host, int* port);

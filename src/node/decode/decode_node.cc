@@ -80,7 +80,8 @@ Status DecodeNode::Start() {
   cb.on_peer_down = [this](transfer::PeerId peer, const Status& why) { OnPeerDown(peer, why); };
   SG_ASSIGN_OR_RETURN(endpoint_, transfer::Endpoint::Create(rt_.endpoint_config, rt_.transport,
                                                             /*source=*/nullptr, &store_, cb));
-  SG_ASSIGN_OR_RETURN(transfer_address_, endpoint_->Listen(config_.transfer_address));
+  SG_ASSIGN_OR_RETURN(const std::string bound, endpoint_->Listen(config_.transfer_address));
+  SG_ASSIGN_OR_RETURN(transfer_address_, AdvertisedAddress(config_.advertise, bound));  // to peers
 
   http_.Post("/internal/decode", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     HandleDecode(q, s);

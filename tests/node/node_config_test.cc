@@ -1,0 +1,65 @@
+// The addresses a node binds and hands to peers (issue 11): --advertise, IPv6 literals, and the
+// token rule for addresses off loopback.
+#include <gtest/gtest.h>
+
+#include "node/common/node_config.h"
+
+namespace smartgen::node {
+namespace {
+
+TEST(NodeAdvertise, DefaultsToTheBoundAddress) {
+  auto a = AdvertisedAddress("", "10.0.0.3:9201");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, "10.0.0.3:9201");
+  auto v6 = AdvertisedAddress("", "[::1]:9201");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(*v6, "[::1]:9201");
+}
+
+TEST(NodeAdvertise, ReplacesHostAndKeepsTheBoundPortWhereNoneIsGiven) {
+  struct Case {
+    const char* advertise;
+    const char* want;
+  } cases[] = {
+      {"10.0.0.3:7000", "10.0.0.3:7000"},   {"10.0.0.3", "10.0.0.3:9201"},
+      {"10.0.0.3:0", "10.0.0.3:9201"},      {"decode-1.internal", "decode-1.internal:9201"},
+      {"[fd00::3]", "[fd00::3]:9201"},      {"[fd00::3]:7000", "[fd00::3]:7000"},
+  };
+  for (const Case& c : cases) {
+    auto a = AdvertisedAddress(c.advertise, "0.0.0.0:9201");
+    ASSERT_TRUE(a.ok()) << c.advertise << ": " << a.status().ToString();
+    EXPECT_EQ(*a, c.want) << c.advertise;
+    auto from_v6 = AdvertisedAddress(c.advertise, "[::]:9201");
+    ASSERT_TRUE(from_v6.ok()) << c.advertise;
+    EXPECT_EQ(*from_v6, c.want) << c.advertise;
+  }
+}
+
+TEST(NodeAdvertise, RefusesMalformedAddresses) {
+  for (const char* bad : {"fd00::3", "fd00::3:7000", "[fd00::3", "10.0.0.3:x", ":7000", "*:7000"}) {
+    auto a = AdvertisedAddress(bad, "0.0.0.0:9201");
+    EXPECT_FALSE(a.ok()) << bad;
+    if (!a.ok()) {
+      EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument) << bad;
+    }
+  }
+}
+
+TEST(NodeAddresses, Ipv6LoopbackNeedsNoTokenButIpv6WildcardDoes) {
+  NodeConfig c;
+  c.name = "decode";
+  c.http_host = "::1";
+  c.transfer_address = "[::1]:0";
+  EXPECT_TRUE(CheckTokenForAddresses(c).ok());
+  c.transfer_address = "[::]:9201";
+  EXPECT_EQ(CheckTokenForAddresses(c).code(), StatusCode::kFailedPrecondition);
+  c.token = "a-real-secret";
+  EXPECT_TRUE(CheckTokenForAddresses(c).ok());
+  c.token = kBuiltInToken;
+  c.transfer_address = "[::1]:0";
+  c.http_host = "::";
+  EXPECT_EQ(CheckTokenForAddresses(c).code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace smartgen::node
