@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,7 +15,7 @@
 namespace smartgen::tools {
 
 Result<ChildProcess> ChildProcess::SpawnSelf(const std::vector<std::string>& args,
-                                             const std::string& log_path) {
+                                             const std::string& log_path, const std::string& netns) {
   char exe[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n <= 0) return ErrnoStatus(errno, "readlink /proc/self/exe");
@@ -33,6 +34,16 @@ Result<ChildProcess> ChildProcess::SpawnSelf(const std::vector<std::string>& arg
     sigset_t set;
     sigemptyset(&set);
     sigprocmask(SIG_SETMASK, &set, nullptr);
+    if (!netns.empty()) {
+      const std::string path = "/var/run/netns/" + netns;
+      const int ns_fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (ns_fd < 0 || setns(ns_fd, CLONE_NEWNET) != 0) {
+        dprintf(STDERR_FILENO, "cannot enter network namespace %s: %s\n", netns.c_str(),
+                strerror(errno));
+        _exit(126);
+      }
+      close(ns_fd);
+    }
     std::vector<char*> argv;
     argv.push_back(exe);
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));

@@ -17,8 +17,11 @@ namespace smartgen::tools {
 class ChildProcess {
  public:
   // Runs this executable (/proc/self/exe) with `args`; stderr goes to `log_path` ("" = inherit).
+  // With `netns`, the child joins that network namespace (/var/run/netns/<netns>, as
+  // `ip netns exec` does) before it runs: it fails at once (exit 126, the reason in its log)
+  // when it cannot.
   static Result<ChildProcess> SpawnSelf(const std::vector<std::string>& args,
-                                        const std::string& log_path);
+                                        const std::string& log_path, const std::string& netns = "");
   ChildProcess() = default;
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;

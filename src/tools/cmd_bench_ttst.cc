@@ -29,6 +29,11 @@ void RegisterBenchTtst(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--data", o->data_out, "where to write the records (JSONL)")->capture_default_str();
   cmd->add_flag("--json", o->json_out, "one JSON object per record on stdout");
+  cmd->add_flag("--netns", o->cluster.netns,
+                "prefill and decode node in their own network namespaces, the KV link over a veth "
+                "shaped by tc to the chosen rate instead of the engine's token bucket (root, iproute2)");
+  cmd->add_option("--netns-delay-ms", o->cluster.netns_delay_ms,
+                  "with --netns: tc netem delay each way on the veth")->capture_default_str();
   cmd->callback([o] {
     o->cluster.decode_threads = o->cluster.prefill_threads;
     for (const auto& p : o->profiles) {
