@@ -36,9 +36,16 @@ core::ThreadPool* Pool(int threads) {
 
 // One whole decode token's weight stream: every matrix of 30 layers plus the output head,
 // each a distinct buffer, so nothing stays in cache (as in a real decode step).
-void BM_DecodeWeights(benchmark::State& state, GgmlType type, Isa isa, int threads) {
+void BM_DecodeWeights(benchmark::State& state, GgmlType type, Isa isa, int threads, bool fast_dot) {
   const auto* table = kernels::internal::GetKernelTable(isa);
   if (table == nullptr) return state.SkipWithError("ISA not available");
+  kernels::SetFastDot(fast_dot);
+  kernels::internal::PrepareActFn prepare = nullptr;
+  if (fast_dot && kernels::internal::FastDotKernel(*table, type) == nullptr &&
+      kernels::internal::FastDotActKernel(*table, type, &prepare) == nullptr) {
+    kernels::SetFastDot(false);
+    return state.SkipWithError("no fast-dot kernel for this type on this CPU");
+  }
   std::vector<std::vector<std::byte>> mats;
   std::vector<MatShape> shapes;
   for (int l = 0; l < kLayers; ++l) {
@@ -59,6 +66,7 @@ void BM_DecodeWeights(benchmark::State& state, GgmlType type, Isa isa, int threa
     }
     benchmark::DoNotOptimize(y.data());
   }
+  kernels::SetFastDot(false);
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations() / 1e9,
                                               benchmark::Counter::kIsRate);
   state.counters["tok/s"] = benchmark::Counter(state.iterations(), benchmark::Counter::kIsRate);
@@ -198,10 +206,14 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
                                    kernels::internal::IsaName(isa) +
                                    "/threads:" + std::to_string(threads);
         if (isa != Isa::kScalar) {
-          benchmark::RegisterBenchmark(("BM_DecodeWeights/" + suffix).c_str(), BM_DecodeWeights,
-                                       type, isa, threads)
-              ->Unit(benchmark::kMillisecond)
-              ->UseRealTime();
+          for (const bool fast : {false, true}) {
+            if (fast && isa != Isa::kAvx512) continue;
+            benchmark::RegisterBenchmark(
+                ("BM_DecodeWeights/" + suffix + (fast ? "/fast-dot" : "")).c_str(),
+                BM_DecodeWeights, type, isa, threads, fast)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
+          }
         }
         if (isa != Isa::kScalar || threads == 1) {
           benchmark::RegisterBenchmark(("BM_PrefillLayer/" + suffix).c_str(), BM_PrefillLayer, type,

@@ -1,5 +1,5 @@
 // Decode with the CPU's low-precision dot products (kernels::SetFastDot, matmul.h): the
-// activation quantizer, the scalar twins, and the choice of kernel.
+// activation quantizer and preparation, the scalar twins, and the choice of kernel.
 #include <atomic>
 #include <cmath>
 
@@ -19,7 +19,9 @@ std::atomic<bool> g_fast_dot{false};
 void SetFastDot(bool on) { g_fast_dot.store(on, std::memory_order_relaxed); }
 
 bool FastDotActive(gguf::GgmlType type) {
-  return internal::FastDotKernel(internal::ActiveKernels(), type) != nullptr;
+  internal::PrepareActFn prepare = nullptr;
+  return internal::FastDotKernel(internal::ActiveKernels(), type) != nullptr ||
+         internal::FastDotActKernel(internal::ActiveKernels(), type, &prepare) != nullptr;
 }
 
 namespace internal {
@@ -36,40 +38,83 @@ void QuantizeActivationsQ8(const float* x, std::int64_t n, std::int8_t* q, float
 }
 
 MatVecFn FastDotKernel(const KernelTable& table, gguf::GgmlType type) {
-  if (!g_fast_dot.load(std::memory_order_relaxed)) return nullptr;
-  const bool q8 = type == gguf::GgmlType::kQ8_0, bf16 = type == gguf::GgmlType::kBF16;
+  if (!g_fast_dot.load(std::memory_order_relaxed) || type != gguf::GgmlType::kBF16) return nullptr;
 #if defined(SMARTGEN_KERNELS_X86)
-  if (table.isa == Isa::kAvx512) {
-    const core::CpuFeatures& f = core::GetCpuFeatures();
-    if (q8 && f.avx512vnni) return avx512vnni::MatVecQ8_0;
-    if (bf16 && f.avx512bf16) return avx512bf16::MatVecBF16;
+  if (table.isa == Isa::kAvx512 && core::GetCpuFeatures().avx512bf16) return avx512bf16::MatVecBF16;
+#endif
+  if (table.isa == Isa::kScalar) return scalar::MatVecBF16Bf16;
+  return nullptr;  // no such instructions on this table: the exact f32 path
+}
+
+MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, PrepareActFn* prepare) {
+  if (!g_fast_dot.load(std::memory_order_relaxed)) return nullptr;
+  const bool q8 = type == gguf::GgmlType::kQ8_0, q4 = type == gguf::GgmlType::kQ4_0;
+  if (!q8 && !q4) return nullptr;
+#if defined(SMARTGEN_KERNELS_X86)
+  if (table.isa == Isa::kAvx512 && core::GetCpuFeatures().avx512vnni) {
+    *prepare = avx512vnni::PrepareActQ8;
+    return q8 ? avx512vnni::MatVecQ8_0 : avx512vnni::MatVecQ4_0;
   }
 #endif
   if (table.isa == Isa::kScalar) {
-    if (q8) return scalar::MatVecQ8_0Int8;
-    if (bf16) return scalar::MatVecBF16Bf16;
+    *prepare = scalar::PrepareActQ8;
+    return q8 ? scalar::MatVecQ8_0Act : scalar::MatVecQ4_0Act;
   }
-  return nullptr;  // no such instructions on this table: the exact f32 path
+  return nullptr;
 }
 
 namespace scalar {
 
-void MatVecQ8_0Int8(const void* w, std::size_t row_bytes, std::int64_t cols, const float* x,
-                    float* y, std::int64_t r0, std::int64_t r1) {
+void PrepareActQ8(const float* x, std::int64_t n, std::int8_t* q, std::uint8_t* qabs,
+                  std::uint32_t* qneg, float* d, float* sum8) {
+  QuantizeActivationsQ8(x, n, q, d);
+  for (std::int64_t b = 0; b < n / kQK8_0; ++b) {
+    std::int32_t sum = 0;
+    std::uint32_t neg = 0;
+    for (int j = 0; j < kQK8_0; ++j) {
+      const int v = q[b * kQK8_0 + j];
+      sum += v;
+      qabs[b * kQK8_0 + j] = static_cast<std::uint8_t>(v < 0 ? -v : v);
+      neg |= static_cast<std::uint32_t>(v < 0) << j;
+    }
+    qneg[b] = neg;
+    sum8[b] = 8.0f * d[b] * static_cast<float>(sum);
+  }
+}
+
+void MatVecQ8_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x,
+                   float* y, std::int64_t r0, std::int64_t r1) {
   const std::int64_t nb = cols / kQK8_0;
-  float* scratch = ThreadScratch(4, static_cast<std::size_t>(cols / 4 + nb));
-  auto* q = reinterpret_cast<std::int8_t*>(scratch);
-  float* d = scratch + cols / 4;
-  QuantizeActivationsQ8(x, cols, q, d);
   for (std::int64_t r = r0; r < r1; ++r) {
     const auto* blocks = reinterpret_cast<const BlockQ8_0*>(static_cast<const std::byte*>(w) + r * row_bytes);
     float sum = 0.0f;
     for (std::int64_t b = 0; b < nb; ++b) {
       std::int32_t isum = 0;
-      for (int j = 0; j < kQK8_0; ++j) isum += blocks[b].qs[j] * q[b * kQK8_0 + j];
-      sum += (F16ToF32(blocks[b].d) * d[b]) * static_cast<float>(isum);
+      for (int j = 0; j < kQK8_0; ++j) isum += blocks[b].qs[j] * x.q[b * kQK8_0 + j];
+      sum += (F16ToF32(blocks[b].d) * x.d[b]) * static_cast<float>(isum);
     }
     y[r] = sum;
+  }
+}
+
+// Q4_0: d_w * d_x * sum((nib - 8) * q) = d_w * d_x * sum(nib * q) - d_w * sum8.
+void MatVecQ4_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x,
+                   float* y, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t nb = cols / kQK4_0;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const auto* blocks = reinterpret_cast<const BlockQ4_0*>(static_cast<const std::byte*>(w) + r * row_bytes);
+    float sum = 0.0f, offset = 0.0f;
+    for (std::int64_t b = 0; b < nb; ++b) {
+      std::int32_t isum = 0;
+      const std::int8_t* q = x.q + b * kQK4_0;
+      for (int j = 0; j < kQK4_0 / 2; ++j) {
+        isum += (blocks[b].qs[j] & 15) * q[j] + (blocks[b].qs[j] >> 4) * q[j + kQK4_0 / 2];
+      }
+      const float dw = F16ToF32(blocks[b].d);
+      sum += (dw * x.d[b]) * static_cast<float>(isum);
+      offset += dw * x.sum8[b];
+    }
+    y[r] = sum - offset;
   }
 }
 

@@ -119,7 +119,7 @@ SMARTGEN_KERNELS_DECLARE_ISA(avx512)
 // until the next call with the same slot on this thread. Lives in a scalar translation unit.
 // Slots: 0 a scalar kernel's dequantized row, 1 GEMM packed panels, 2-3 matmul.cc's chunk
 // products before their epilogue (accumulate, SwiGLU), 4 the fast-dot kernels' rounded
-// activations, 5 free.
+// activations, 5 the activations prepared for a pass (matmul.cc, on the calling thread).
 float* ThreadScratch(int slot, std::size_t n_floats);
 
 // Activations for integer dot products, quantized like ggml's quantize_row_q8_0: per 32 values
@@ -128,20 +128,45 @@ float* ThreadScratch(int slot, std::size_t n_floats);
 // (fast_dot.cc); the VNNI kernel has its own vector copy, bit for bit the same.
 void QuantizeActivationsQ8(const float* x, std::int64_t n, std::int8_t* q, float* d);
 
-// kernels::SetFastDot: Q8_0 weights x Q8_0-quantized activations and BF16 weights x
+// One token's activations prepared for the integer-dot kernels, once per parallel pass (not
+// once per chunk): quantized to Q8_0 blocks as QuantizeActivationsQ8 does, plus what the
+// kernels' u8 x s8 products (vpdpbusd) want. n % 32 == 0; every array is owned by the caller.
+struct ActQ8 {
+  const std::int8_t* q = nullptr;      // [n] quantized activations
+  const std::uint8_t* qabs = nullptr;  // [n] |q| (Q8_0 weights take the signs)
+  const std::uint32_t* qneg = nullptr;  // [n / 32] sign bits of q, one word per block
+  const float* d = nullptr;            // [n / 32] block scales
+  const float* sum8 = nullptr;         // [n / 32] 8 * d * sum(q): Q4_0's offset of 8 per weight
+};
+// Fills the arrays of an ActQ8 from x[n]; bit for bit the same in every implementation.
+using PrepareActSig = void(const float* x, std::int64_t n, std::int8_t* q, std::uint8_t* qabs,
+                           std::uint32_t* qneg, float* d, float* sum8);
+using PrepareActFn = PrepareActSig*;
+// y[r] = W[r] . x for r in [r0, r1), x prepared (MatVecSig otherwise).
+using MatVecActSig = void(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x,
+                          float* y, std::int64_t r0, std::int64_t r1);
+using MatVecActFn = MatVecActSig*;
+
+// kernels::SetFastDot: Q8_0 and Q4_0 weights x Q8_0-quantized activations, and BF16 weights x
 // bf16-rounded activations - the scalar twins and the AVX-512 VNNI / AVX512-BF16 kernels
 // (matmul_avx512vnni.cc, matmul_avx512bf16.cc, run only when the CPU has those extensions).
 namespace scalar {
-MatVecSig MatVecQ8_0Int8, MatVecBF16Bf16;
-}
+MatVecSig MatVecBF16Bf16;
+MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act;
+PrepareActSig PrepareActQ8;
+}  // namespace scalar
 namespace avx512vnni {
-MatVecSig MatVecQ8_0;
-}
+MatVecActSig MatVecQ8_0, MatVecQ4_0;
+PrepareActSig PrepareActQ8;
+}  // namespace avx512vnni
 namespace avx512bf16 {
 MatVecSig MatVecBF16;
 }
 // The fast-dot MatVec kernel `table` uses for `type` now, or nullptr for the regular one.
 MatVecFn FastDotKernel(const KernelTable& table, gguf::GgmlType type);
+// The fast-dot kernel on prepared activations `table` uses for `type` now (and, in *prepare,
+// the function that prepares them), or nullptr.
+MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, PrepareActFn* prepare);
 
 // The public matrix kernels with an explicit table (tests run every available table).
 // Returns false for a weight type the table has no kernel for.

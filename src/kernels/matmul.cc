@@ -123,15 +123,24 @@ struct Segment {
   MatMulFn mul_up = nullptr;
   const void* w_up = nullptr;
   std::size_t row_bytes_up = 0;
+  // Fast-dot kernels on activations prepared once per pass (single-token passes only):
+  // vec_act (vec_act_up for the up projection) replaces vec, reading `act`.
+  MatVecActFn vec_act = nullptr;
+  MatVecActFn vec_act_up = nullptr;
+  PrepareActFn prepare = nullptr;
+  const ActQ8* act = nullptr;
   std::int64_t first_chunk = 0;  // in the concatenated row-chunk space of all segments
 };
 
-// out[t][0..r1-r0) = rows [r0, r1) of W times tokens x[0..nt), out row stride ldo.
-void Product(MatVecFn vec, MatMulFn mul, const void* w, std::size_t row_bytes, std::int64_t cols,
-             const float* x, std::int64_t nt, std::int64_t r0, std::int64_t r1, float* out,
-             std::int64_t ldo) {
+// out[t][0..r1-r0) = rows [r0, r1) of W times tokens x[0..nt), out row stride ldo; a single
+// token goes through vec_act on `act` when the segment has one.
+void Product(MatVecFn vec, MatMulFn mul, MatVecActFn vec_act, const ActQ8* act, const void* w,
+             std::size_t row_bytes, std::int64_t cols, const float* x, std::int64_t nt,
+             std::int64_t r0, std::int64_t r1, float* out, std::int64_t ldo) {
   const void* wr = static_cast<const std::byte*>(w) + r0 * row_bytes;
-  if (nt == 1) {
+  if (nt == 1 && vec_act != nullptr) {
+    vec_act(wr, row_bytes, cols, *act, out, 0, r1 - r0);
+  } else if (nt == 1) {
     vec(wr, row_bytes, cols, x, out, 0, r1 - r0);
   } else {
     mul(wr, row_bytes, cols, x, nt, out, ldo, 0, r1 - r0);
@@ -148,8 +157,8 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
               std::int64_t t0, std::int64_t t1) {
   const std::int64_t nr = r1 - r0;
   if (s.epilogue == Epilogue::kStore) {
-    Product(s.vec, s.mul, s.w, s.row_bytes, s.cols, s.x + t0 * s.cols, t1 - t0, r0, r1,
-            s.y + t0 * s.rows + r0, s.rows);
+    Product(s.vec, s.mul, s.vec_act, s.act, s.w, s.row_bytes, s.cols, s.x + t0 * s.cols, t1 - t0,
+            r0, r1, s.y + t0 * s.rows + r0, s.rows);
     return;
   }
   for (std::int64_t ts = t0; ts < t1; ts += kEpilogueTokens) {
@@ -158,13 +167,14 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
     float* y = s.y + ts * s.rows + r0;  // row stride s.rows
     // The product goes to thread scratch [nt][nr] first, then into y.
     float* tmp = ThreadScratch(2, static_cast<std::size_t>(nr * nt));
-    Product(s.vec, s.mul, s.w, s.row_bytes, s.cols, x, nt, r0, r1, tmp, nr);
+    Product(s.vec, s.mul, s.vec_act, s.act, s.w, s.row_bytes, s.cols, x, nt, r0, r1, tmp, nr);
     if (s.epilogue == Epilogue::kAccumulate) {
       for (std::int64_t t = 0; t < nt; ++t) table.add_in_place(y + t * s.rows, tmp + t * nr, nr);
       continue;
     }
     float* up = ThreadScratch(3, static_cast<std::size_t>(nr * nt));
-    Product(s.vec_up, s.mul_up, s.w_up, s.row_bytes_up, s.cols, x, nt, r0, r1, up, nr);
+    Product(s.vec_up, s.mul_up, s.vec_act_up, s.act, s.w_up, s.row_bytes_up, s.cols, x, nt, r0, r1,
+            up, nr);
     for (std::int64_t t = 0; t < nt; ++t) {
       s.gated(tmp + t * nr, up + t * nr, nr, y + t * s.rows);
     }
@@ -175,8 +185,49 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
 // row chunks of `chunk_rows` (the row chunks of all segments, concatenated) times token chunks
 // of `chunk_tokens`. Every output element is computed the same way whatever the chunking.
 constexpr int kMaxSegments = 8;
+
+// Prepares, on the calling thread before the pass, the activations of every single-token
+// segment with a fast-dot kernel, once per distinct input (q/k/v and gate/up share theirs).
+// acts has room for kMaxSegments; the arrays live in this thread's scratch slot 5.
+void PrepareSegmentActs(Segment* segs, int n_segs, ActQ8* acts) {
+  const auto wants = [](const Segment& s) {
+    return s.prepare != nullptr && (s.vec_act != nullptr || s.vec_act_up != nullptr);
+  };
+  // Per input: q and |q| (cols bytes each) and three per-block words, with slack between.
+  const auto floats_for = [](std::int64_t cols) {
+    return static_cast<std::size_t>(2 * (cols / 4 + 16) + 3 * (cols / 32 + 16));
+  };
+  std::size_t total = 0;
+  for (int i = 0; i < n_segs; ++i) {
+    if (wants(segs[i])) total += floats_for(segs[i].cols);
+  }
+  if (total == 0) return;
+  float* next = ThreadScratch(5, total);
+  int n_acts = 0;
+  for (int i = 0; i < n_segs; ++i) {
+    Segment& s = segs[i];
+    if (!wants(s)) continue;
+    for (int j = 0; j < i && s.act == nullptr; ++j) {
+      if (segs[j].act != nullptr && segs[j].x == s.x && segs[j].cols == s.cols) s.act = segs[j].act;
+    }
+    if (s.act != nullptr) continue;
+    const std::int64_t nb = s.cols / 32;
+    auto* q = reinterpret_cast<std::int8_t*>(next);
+    auto* qabs = reinterpret_cast<std::uint8_t*>(next + s.cols / 4 + 16);
+    auto* qneg = reinterpret_cast<std::uint32_t*>(next + 2 * (s.cols / 4 + 16));
+    float* d = next + 2 * (s.cols / 4 + 16) + (nb + 16);
+    float* sum8 = d + (nb + 16);
+    next = sum8 + (nb + 16);
+    s.prepare(s.x, s.cols, q, qabs, qneg, d, sum8);
+    acts[n_acts] = ActQ8{q, qabs, qneg, d, sum8};
+    s.act = &acts[n_acts++];
+  }
+}
+
 void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64_t n,
                  core::ThreadPool* pool) {
+  ActQ8 acts[kMaxSegments];
+  if (n == 1) PrepareSegmentActs(segs, n_segs, acts);
   std::int64_t total_rows = 0;
   std::size_t max_row_bytes = 0;
   for (int i = 0; i < n_segs; ++i) {
@@ -233,7 +284,8 @@ Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* 
                     Epilogue epilogue) {
   const int kind = KindIndex(w.type);
   Segment s{table.mat_vec[kind], table.mat_mul[kind], w.data, w.row_bytes(), w.rows, w.cols, x, y};
-  if (MatVecFn int8 = FastDotKernel(table, w.type)) s.vec = int8;
+  if (MatVecFn fast = FastDotKernel(table, w.type)) s.vec = fast;
+  s.vec_act = FastDotActKernel(table, w.type, &s.prepare);
   s.epilogue = epilogue;
   return s;
 }
@@ -303,6 +355,9 @@ bool MatMulGated(const KernelTable& table, SwiGluFn gated, const WeightView& gat
   s.mul_up = u.mul;
   s.w_up = u.w;
   s.row_bytes_up = u.row_bytes;
+  s.vec_act_up = u.vec_act;
+  if (s.prepare == nullptr) s.prepare = u.prepare;
+  // Each projection picks its kernel in Product; both read the one prepared input.
   RunSegments(table, &s, 1, n, pool);
   return true;
 }

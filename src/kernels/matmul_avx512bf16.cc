@@ -22,7 +22,7 @@ void Rows(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const __
     const __m512bh xv = xb[k];
     for (int i = 0; i < R; ++i) {
       const std::byte* p = w + i * row_bytes + k * 64;
-      __builtin_prefetch(p + kPrefetchRows * row_bytes, 0, 0);
+      __builtin_prefetch(p + kPrefetchRows * row_bytes, 0, 3);
       acc[i] = _mm512_dpbf16_ps(acc[i], reinterpret_cast<__m512bh>(_mm512_loadu_si512(p)), xv);
     }
   }

@@ -1,8 +1,8 @@
-// Q8_0 x Q8_0 GEMV with AVX-512 VNNI (vpdpbusd), behind kernels::SetFastDot (matmul.h): the
-// activations are quantized to Q8_0 blocks (internal::QuantizeActivationsQ8, bit for bit),
-// then each 32-weight block is one integer dot scaled by d_w * d_x. Twin:
-// scalar::MatVecQ8_0Int8 (fast_dot.cc). Compiled with -mavx512vnni; chosen only when the CPU
-// has it (FastDotKernel).
+// Q8_0 and Q4_0 x Q8_0 GEMVs with AVX-512 VNNI (vpdpbusd), behind kernels::SetFastDot
+// (matmul.h), on activations prepared once per pass (ActQ8, kernel_table.h; PrepareActQ8 here is
+// bit for bit scalar::PrepareActQ8). Each 32-weight block is one integer dot scaled by
+// d_w * d_x. Twins: scalar::MatVecQ8_0Act, scalar::MatVecQ4_0Act (fast_dot.cc). Compiled with
+// -mavx512vnni; chosen only when the CPU has it (FastDotActKernel).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -13,16 +13,122 @@
 namespace smartgen::kernels::internal::avx512vnni {
 namespace {
 
-constexpr int kBlock = 32;       // Q8_0 block
-constexpr int kBlockBytes = 34;  // f16 scale + 32 int8
+constexpr int kBlock = 32;          // Q8_0 / Q4_0 block
+constexpr int kQ8BlockBytes = 34;   // f16 scale + 32 int8
+constexpr int kQ4BlockBytes = 18;   // f16 scale + 16 bytes of nibbles
 // Rows of a pass are far apart: prefetch what the pass kPrefetchRows rows later reads (as the
-// f32 GEMVs do, matmul_simd-inl.h).
+// f32 GEMVs do, matmul_simd-inl.h), into every cache level.
 constexpr int kPrefetchRows = 12;
 
-// x -> |q| (u8), the signs of q as bits, and the block scales. vpdpbusd multiplies u8 by s8,
-// so the weights take the activations' signs (weights are in [-127, 127], as ggml writes them).
-void Quantize(const float* x, std::int64_t nb, std::uint8_t* qabs, std::uint32_t* qneg, float* d) {
-  for (std::int64_t b = 0; b < nb; ++b) {
+float HalfAt(const std::byte* p) {
+  std::uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// The scales of a block pair (or of one block, s1 = 0) for the 16 int32 lanes of a pair's dot.
+__m512 PairScale(float s0, float s1) {
+  return _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
+}
+
+// Q8_0: vpdpbusd multiplies u8 by s8, so the weights take the activations' signs (weights are in
+// [-127, 127], as ggml writes them) and |q| is the u8 operand.
+template <int R, bool kPair>
+inline void StepQ8(const std::byte* w, std::size_t row_bytes, std::int64_t b, const ActQ8& x,
+                   __m512* acc) {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i xq;
+  __mmask64 neg;
+  if constexpr (kPair) {
+    xq = _mm512_loadu_si512(x.qabs + b * kBlock);
+    neg = static_cast<__mmask64>(x.qneg[b]) | (static_cast<__mmask64>(x.qneg[b + 1]) << 32);
+  } else {
+    xq = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qabs + b * kBlock)));
+    neg = x.qneg[b];
+  }
+  for (int i = 0; i < R; ++i) {
+    const std::byte* blk = w + i * row_bytes + b * kQ8BlockBytes;
+    __builtin_prefetch(blk + kPrefetchRows * row_bytes, 0, 3);
+    if constexpr (kPair) __builtin_prefetch(blk + kPrefetchRows * row_bytes + 64, 0, 3);
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+    __m512i wq;
+    float s1 = 0.0f;
+    if constexpr (kPair) {
+      const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQ8BlockBytes + 2));
+      wq = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+      s1 = HalfAt(blk + kQ8BlockBytes) * x.d[b + 1];
+    } else {
+      wq = _mm512_zextsi256_si512(lo);
+    }
+    wq = _mm512_mask_sub_epi8(wq, neg, zero, wq);
+    const __m512i dot = _mm512_dpbusd_epi32(zero, xq, wq);
+    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), PairScale(HalfAt(blk) * x.d[b], s1), acc[i]);
+  }
+}
+
+template <int R>
+void RowsQ8(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const ActQ8& x, float* y) {
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  std::int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) StepQ8<R, true>(w, row_bytes, b, x, acc);
+  if (b < nb) StepQ8<R, false>(w, row_bytes, b, x, acc);
+  for (int i = 0; i < R; ++i) y[i] = _mm512_reduce_add_ps(acc[i]);
+}
+
+// A Q4_0 block's 32 weights as u8 nibbles in element order: the low nibbles of its 16 bytes are
+// elements 0-15, the high ones 16-31.
+__m256i NibblesQ4(const std::byte* blk) {
+  const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+  const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+
+// Q4_0: the nibbles (0..15) are the u8 operand and q the s8 one; the offset of 8 per weight is
+// d_w * sum8 per block, summed apart.
+template <int R, bool kPair>
+inline void StepQ4(const std::byte* w, std::size_t row_bytes, std::int64_t b, const ActQ8& x,
+                   __m512* acc, float* offset) {
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i xq =
+      kPair ? _mm512_loadu_si512(x.q + b * kBlock)
+            : _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b * kBlock)));
+  for (int i = 0; i < R; ++i) {
+    const std::byte* blk = w + i * row_bytes + b * kQ4BlockBytes;
+    __builtin_prefetch(blk + kPrefetchRows * row_bytes, 0, 3);
+    const float d0 = HalfAt(blk);
+    __m512i wq;
+    float s1 = 0.0f;
+    if constexpr (kPair) {
+      const float d1 = HalfAt(blk + kQ4BlockBytes);
+      wq = _mm512_inserti64x4(_mm512_castsi256_si512(NibblesQ4(blk)), NibblesQ4(blk + kQ4BlockBytes), 1);
+      s1 = d1 * x.d[b + 1];
+      offset[i] += d0 * x.sum8[b] + d1 * x.sum8[b + 1];
+    } else {
+      wq = _mm512_zextsi256_si512(NibblesQ4(blk));
+      offset[i] += d0 * x.sum8[b];
+    }
+    const __m512i dot = _mm512_dpbusd_epi32(zero, wq, xq);
+    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), PairScale(d0 * x.d[b], s1), acc[i]);
+  }
+}
+
+template <int R>
+void RowsQ4(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const ActQ8& x, float* y) {
+  __m512 acc[R];
+  float offset[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps(), offset[i] = 0.0f;
+  std::int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) StepQ4<R, true>(w, row_bytes, b, x, acc, offset);
+  if (b < nb) StepQ4<R, false>(w, row_bytes, b, x, acc, offset);
+  for (int i = 0; i < R; ++i) y[i] = _mm512_reduce_add_ps(acc[i]) - offset[i];
+}
+
+}  // namespace
+
+void PrepareActQ8(const float* x, std::int64_t n, std::int8_t* q, std::uint8_t* qabs,
+                  std::uint32_t* qneg, float* d, float* sum8) {
+  for (std::int64_t b = 0; b < n / kBlock; ++b) {
     const __m512 x0 = _mm512_loadu_ps(x + b * kBlock), x1 = _mm512_loadu_ps(x + b * kBlock + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
     d[b] = amax / 127.0f;
@@ -30,77 +136,32 @@ void Quantize(const float* x, std::int64_t nb, std::uint8_t* qabs, std::uint32_t
     // Round to nearest even (the default rounding mode), as std::nearbyint in the scalar copy.
     const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, id));
     const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, id));
-    const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(q0)),
+    const std::int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(q0)),
                                               _mm512_cvtepi32_epi8(q1), 1);
-    qneg[b] = _mm256_movemask_epi8(q);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qabs + b * kBlock), _mm256_abs_epi8(q));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kBlock), v);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qabs + b * kBlock), _mm256_abs_epi8(v));
+    qneg[b] = static_cast<std::uint32_t>(_mm256_movemask_epi8(v));
+    sum8[b] = 8.0f * d[b] * static_cast<float>(sum);
   }
 }
 
-// One block pair (or a last single block, hi = false) of R rows.
-template <int R, bool kPair>
-inline void Step(const std::byte* w, std::size_t row_bytes, std::int64_t b, const std::uint8_t* qabs,
-                 const std::uint32_t* qneg, const float* d, __m512* acc) {
-  const __m512i zero = _mm512_setzero_si512();
-  __m512i xq;
-  __mmask64 neg;
-  if constexpr (kPair) {
-    xq = _mm512_loadu_si512(qabs + b * kBlock);
-    neg = static_cast<__mmask64>(qneg[b]) | (static_cast<__mmask64>(qneg[b + 1]) << 32);
-  } else {
-    xq = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qabs + b * kBlock)));
-    neg = qneg[b];
-  }
-  for (int i = 0; i < R; ++i) {
-    const std::byte* blk = w + i * row_bytes + b * kBlockBytes;
-    __builtin_prefetch(blk + kPrefetchRows * row_bytes, 0, 0);
-    if constexpr (kPair) __builtin_prefetch(blk + kPrefetchRows * row_bytes + 64, 0, 0);
-    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-    std::uint16_t h0, h1 = 0;
-    std::memcpy(&h0, blk, 2);
-    __m512i wq;
-    if constexpr (kPair) {
-      const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlockBytes + 2));
-      wq = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-      std::memcpy(&h1, blk + kBlockBytes, 2);
-    } else {
-      wq = _mm512_zextsi256_si512(lo);
-    }
-    wq = _mm512_mask_sub_epi8(wq, neg, zero, wq);
-    const __m512i dot = _mm512_dpbusd_epi32(zero, xq, wq);
-    const float s0 = _cvtsh_ss(h0) * d[b];
-    const float s1 = kPair ? _cvtsh_ss(h1) * d[b + 1] : 0.0f;
-    const __m512 scale = _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
-    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[i]);
-  }
-}
-
-template <int R>
-void Rows(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const std::uint8_t* qabs,
-          const std::uint32_t* qneg, const float* d, float* y) {
-  __m512 acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
-  std::int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) Step<R, true>(w, row_bytes, b, qabs, qneg, d, acc);
-  if (b < nb) Step<R, false>(w, row_bytes, b, qabs, qneg, d, acc);
-  for (int i = 0; i < R; ++i) y[i] = _mm512_reduce_add_ps(acc[i]);
-}
-
-}  // namespace
-
-void MatVecQ8_0(const void* w, std::size_t row_bytes, std::int64_t cols, const float* x, float* y,
+void MatVecQ8_0(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
                 std::int64_t r0, std::int64_t r1) {
   const std::int64_t nb = cols / kBlock;
-  // Per-thread scratch: |q| bytes, sign bits (one word per block), block scales.
-  float* scratch = ThreadScratch(4, static_cast<std::size_t>(cols / 4 + 2 * nb + 16));
-  auto* qabs = reinterpret_cast<std::uint8_t*>(scratch);
-  auto* qneg = reinterpret_cast<std::uint32_t*>(scratch + cols / 4);
-  float* d = scratch + cols / 4 + nb;
-  Quantize(x, nb, qabs, qneg, d);
   const auto* base = static_cast<const std::byte*>(w);
   std::int64_t r = r0;
-  for (; r + 8 <= r1; r += 8) Rows<8>(base + r * row_bytes, row_bytes, nb, qabs, qneg, d, y + r);
-  for (; r < r1; ++r) Rows<1>(base + r * row_bytes, row_bytes, nb, qabs, qneg, d, y + r);
+  for (; r + 8 <= r1; r += 8) RowsQ8<8>(base + r * row_bytes, row_bytes, nb, x, y + r);
+  for (; r < r1; ++r) RowsQ8<1>(base + r * row_bytes, row_bytes, nb, x, y + r);
+}
+
+void MatVecQ4_0(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
+                std::int64_t r0, std::int64_t r1) {
+  const std::int64_t nb = cols / kBlock;
+  const auto* base = static_cast<const std::byte*>(w);
+  std::int64_t r = r0;
+  for (; r + 8 <= r1; r += 8) RowsQ4<8>(base + r * row_bytes, row_bytes, nb, x, y + r);
+  for (; r < r1; ++r) RowsQ4<1>(base + r * row_bytes, row_bytes, nb, x, y + r);
 }
 
 }  // namespace smartgen::kernels::internal::avx512vnni

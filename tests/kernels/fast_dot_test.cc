@@ -1,5 +1,5 @@
-// Decode with low-precision dots (kernels::SetFastDot): Q8_0 with int8 activations, BF16 with
-// bf16 activations. Each scalar twin stays within the activation rounding of the exact
+// Decode with low-precision dots (kernels::SetFastDot): Q8_0 and Q4_0 with int8 activations,
+// BF16 with bf16 activations. Each scalar twin stays within the activation rounding of the exact
 // product, the AVX-512 VNNI / AVX512-BF16 kernels equal their twins, and switching it off
 // gives the exact path back.
 #include <gtest/gtest.h>
@@ -120,6 +120,85 @@ TEST(FastDotQ8, OffByDefaultAndSwitchesBack) {
   MatVec(view, x.data(), after.data(), nullptr);
   EXPECT_EQ(before, after);
   EXPECT_LT(testing::MaxRelError(after.data(), want.data(), 9), 1e-5);
+}
+
+// Q4_0 weights with their exact dequantized values.
+Q8Matrix RandomQ4(std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
+  const std::size_t rb = gguf::RowBytes(GgmlType::kQ4_0, cols);
+  Q8Matrix m{std::vector<std::byte>(rb * rows), std::vector<float>(static_cast<std::size_t>(rows * cols)), rows, cols};
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::vector<float> row = testing::RandomVector(rng, cols);
+    EXPECT_TRUE(QuantizeRow(GgmlType::kQ4_0, row.data(), m.bytes.data() + r * rb, cols));
+    DequantizeRow(GgmlType::kQ4_0, m.bytes.data() + r * rb, m.dequantized.data() + r * cols, cols);
+  }
+  return m;
+}
+
+TEST(FastDotQ4, ScalarTwinIsWithinTheActivationRounding) {
+  std::mt19937 rng(8);
+  const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
+  for (const auto& [rows, cols] : kDotShapes) {
+    const Q8Matrix w = RandomQ4(rng, rows, cols);
+    const std::vector<float> x = testing::RandomVector(rng, cols);
+    std::vector<float> got(rows), exact(rows);
+    ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kQ4_0, w.bytes.data(), rows, cols, x.data(),
+                                     exact.data(), nullptr));
+    {
+      FastDotOn on;
+      EXPECT_TRUE(FastDotActive(GgmlType::kQ4_0) || internal::ActiveKernels().isa != internal::Isa::kAvx512 ||
+                  !core::GetCpuFeatures().avx512vnni);
+      ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kQ4_0, w.bytes.data(), rows, cols,
+                                       x.data(), got.data(), nullptr));
+    }
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double bound = 1e-4;
+      for (std::int64_t b = 0; b < cols / kQK8_0; ++b) {
+        float amax = 0;
+        for (int j = 0; j < kQK8_0; ++j) amax = std::max(amax, std::fabs(x[b * kQK8_0 + j]));
+        for (int j = 0; j < kQK8_0; ++j) {
+          bound += std::fabs(w.dequantized[r * cols + b * kQK8_0 + j]) * (amax / 127.0) * 0.5;
+        }
+      }
+      EXPECT_LE(std::fabs(got[r] - exact[r]), bound) << rows << "x" << cols << " row " << r;
+    }
+  }
+}
+
+TEST(FastDotQ4, VnniKernelEqualsTheScalarTwin) {
+  const core::CpuFeatures& f = core::GetCpuFeatures();
+  if (!f.HasAvx512() || !f.avx512vnni) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  ExpectAvx512EqualsTwin(GgmlType::kQ4_0, 9, [](std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
+    return RandomQ4(rng, rows, cols).bytes;
+  });
+}
+
+// The activations are prepared once per pass and shared by the products of one input: q/k/v
+// (MatMulMany) and gate/up (MatMulSwiGlu) give what each product gives alone.
+TEST(FastDotQ8, PreparedActivationsAreSharedWithinAPass) {
+  std::mt19937 rng(10);
+  core::ThreadPool pool(2);
+  FastDotOn on;
+  const Q8Matrix a = RandomQ8(rng, 96, 576), b = RandomQ8(rng, 40, 576);
+  const Q8Matrix c = RandomQ4(rng, 33, 576), u = RandomQ4(rng, 96, 576);
+  const std::vector<float> x = testing::RandomVector(rng, 576), x2 = testing::RandomVector(rng, 576);
+  const WeightView va{GgmlType::kQ8_0, a.bytes.data(), 96, 576}, vb{GgmlType::kQ8_0, b.bytes.data(), 40, 576};
+  const WeightView vc{GgmlType::kQ4_0, c.bytes.data(), 33, 576}, vu{GgmlType::kQ4_0, u.bytes.data(), 96, 576};
+  std::vector<float> ya(96), yb(40), yc(33), wa(96), wb(40), wc(33);
+  MatVec(va, x.data(), wa.data(), nullptr);
+  MatVec(vb, x.data(), wb.data(), nullptr);
+  MatVec(vc, x2.data(), wc.data(), nullptr);
+  const MatJob jobs[] = {{&va, x.data(), ya.data()}, {&vb, x.data(), yb.data()}, {&vc, x2.data(), yc.data()}};
+  MatVecMany(jobs, &pool);
+  EXPECT_LT(testing::MaxRelError(ya.data(), wa.data(), 96), 1e-6);
+  EXPECT_LT(testing::MaxRelError(yb.data(), wb.data(), 40), 1e-6);
+  EXPECT_LT(testing::MaxRelError(yc.data(), wc.data(), 33), 1e-6);
+  // gate Q8_0, up Q4_0: out = silu(gate x) * (up x).
+  std::vector<float> g(96), up(96), want(96), got(96);
+  MatVec(va, x.data(), g.data(), nullptr);
+  MatVec(vu, x.data(), up.data(), nullptr);
+  for (int i = 0; i < 96; ++i) want[i] = g[i] / (1.0f + std::exp(-g[i])) * up[i];
+  MatMulSwiGlu(va, vu, x.data(), 1, got.data(), &pool);
+  EXPECT_LT(testing::MaxRelError(got.data(), want.data(), 96), 1e-4);
 }
 
 struct Bf16Matrix {

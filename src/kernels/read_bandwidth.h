@@ -1,0 +1,20 @@
+// The machine's memory read bandwidth, the floor under decode: a decode step reads every
+// weight byte once, so weight bytes per token / this rate is the fastest a token can be.
+//
+// MeasureReadBandwidth streams a buffer of `bytes` (make it several times the last-level
+// cache) with the widest loads the CPU has, split across `pool` in 1 MiB chunks claimed like
+// the GEMV's, `passes` times after one untimed pass that faults the pages in, and returns the
+// median pass in GB/s (1e9 bytes per second). Allocates and frees the buffer. Thread-safety:
+// as the pool's (one caller at a time).
+#pragma once
+
+#include <cstddef>
+
+#include "core/thread_pool.h"
+
+namespace smartgen::kernels {
+
+double MeasureReadBandwidth(core::ThreadPool* pool, std::size_t bytes = std::size_t{1} << 30,
+                            int passes = 5);
+
+}  // namespace smartgen::kernels
