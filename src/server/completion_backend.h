@@ -7,13 +7,15 @@
 // Contract of Generate():
 //   - Blocking: it returns when generation ended (max_tokens reached, an end-of-generation
 //     token, cancellation, failure or the deadline).
-//   - on_token(id) is called once per generated token, in order, as soon as the token exists,
-//     from any thread (never concurrently for one request). It is cheap: the server queues the
-//     token and returns; it never blocks on the client. Returning false cancels the request:
-//     the backend stops calling on_token, frees what the request holds, and returns soon
-//     (within one decode step) with finish_reason "cancelled" or a kCancelled status.
-//   - An end-of-generation token (Tokenizer::IsEog) is passed to on_token and then ends the
-//     request with finish_reason "stop". Reaching max_tokens ends it with "length".
+//   - on_token(token) is called once per generated token, in order within each choice, as
+//     soon as the token exists, from any thread (never concurrently for one request). It is
+//     cheap: the server queues the token and returns; it never blocks on the client. Returning
+//     false ends that choice; once every choice has ended (n = 1: at once) the backend stops
+//     calling on_token, frees what the request holds, and returns soon (within one decode
+//     step) with finish_reason "cancelled" or a kCancelled status.
+//   - An end-of-generation token (Tokenizer::IsEog) is passed to on_token and then ends its
+//     choice with finish_reason "stop" (unless ignore_eos). Reaching max_tokens ends it with
+//     "length".
 //   - request.cancel (when set) is signalled the moment the server cancels the request (client
 //     gone, stop sequence, deadline, shutdown), even when no token is due: a backend that waits
 //     on anything else (a queue, a prefill, another node) polls it or subscribes to it and then
@@ -48,11 +50,18 @@ namespace smartgen::server {
 inline constexpr const char* kTransferModes[] = {"colocated", "full", "layerwise", "smartgen",
                                                  "auto"};
 
+// Most choices (OpenAI's `n`) one request may ask for.
+inline constexpr int kMaxChoices = 16;
+
 struct GenerationRequest {
   std::string request_id;            // unique per server ("cmpl-..." / "chatcmpl-...")
   std::vector<std::int32_t> prompt;  // token ids: templated and tokenized by the server
-  int max_tokens = 16;               // >= 1; prompt.size() + max_tokens <= context_length()
-  model::SamplingParams sampling;    // temperature, top_k, top_p, seed
+  int max_tokens = 16;               // >= 1 per choice; prompt.size() + max_tokens <= context
+  model::SamplingParams sampling;    // see model/sampler.h; only what features() honours is set
+  // Choices to generate from the one prompt (OpenAI's `n`). Only > 1 for a backend whose
+  // features().choices is true; choice i samples with seed sampling.seed + i.
+  int n = 1;
+  bool ignore_eos = false;           // an end-of-generation token does not end a choice
   std::string transfer_mode;         // "" = the backend's default, else one of kTransferModes
   nlohmann::json extension;          // the request's raw `smartgen` object (null if absent)
   core::Deadline deadline = core::Deadline::Never();  // on core::SteadyClock()
@@ -68,8 +77,33 @@ struct GenerationResult {
   nlohmann::json stats;
 };
 
-// Called with each generated token; returning false cancels the generation.
-using TokenSink = std::function<bool(std::int32_t token)>;
+// One generated token as the backend hands it over.
+struct GeneratedToken {
+  // Implicit: a backend of one choice without log-probabilities passes just the id.
+  GeneratedToken(std::int32_t token) : id(token) {}  // NOLINT(google-explicit-constructor)
+  GeneratedToken(std::int32_t token, int choice_index, const model::TokenLogprobs* lp)
+      : id(token), choice(choice_index), logprobs(lp) {}
+
+  std::int32_t id;
+  int choice = 0;                                  // [0, request.n)
+  const model::TokenLogprobs* logprobs = nullptr;  // valid during the call; null if not asked
+};
+
+// Called with each generated token. Returning false ends that token's choice (with n = 1:
+// cancels the generation); the request ends when every choice has ended.
+using TokenSink = std::function<bool(const GeneratedToken& token)>;
+
+// What a backend honours beyond the basics (temperature, top_k, top_p, seed, max_tokens). The
+// server refuses (400, naming the field) a request field whose feature is false, never
+// ignoring it: capability flags that are read and acted on.
+struct BackendFeatures {
+  bool logprobs = false;       // fills GeneratedToken::logprobs when sampling.logprobs >= 0
+  bool logit_processing = false;  // min_p, presence/frequency/repetition penalties, logit_bias
+  bool ignore_eos = false;     // honours GenerationRequest::ignore_eos
+  // Generates request.n choices itself, sharing the prompt's KV. When false the server runs
+  // n requests of one choice each (seeds seed + i) and merges them.
+  bool choices = false;
+};
 
 class CompletionBackend {
  public:
@@ -81,6 +115,8 @@ class CompletionBackend {
   virtual std::string model_name() const = 0;
   // Most positions one request may use: prompt tokens + max_tokens.
   virtual std::int64_t context_length() const = 0;
+  // What it honours (above).
+  virtual BackendFeatures features() const { return {}; }
 
   // Generates for `request`, calling on_token for each token (see the contract above).
   virtual Result<GenerationResult> Generate(const GenerationRequest& request,

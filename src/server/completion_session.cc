@@ -35,7 +35,17 @@ CompletionSession::CompletionSession(CompletionBackend* backend, GenerationReque
       setup_(std::move(setup)),
       metrics_(metrics),
       tokenizer_(backend->tokenizer()),
-      text_(setup_.stop) {}
+      backend_choices_(backend->features().choices),
+      choice_ended_(new std::atomic<bool>[static_cast<std::size_t>(
+          std::max(request_.n, 1))]) {
+  const int n = std::max(request_.n, 1);
+  ChoiceLimits limits{setup_.stop, request_.max_tokens, request_.ignore_eos, setup_.echo};
+  choices_.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    choice_ended_[i].store(false);
+    choices_.emplace_back(tokenizer_, limits);
+  }
+}
 
 CompletionSession::~CompletionSession() {
   Cancel(Cancelled("the request ended"));
@@ -43,30 +53,60 @@ CompletionSession::~CompletionSession() {
 }
 
 void CompletionSession::Start() {
-  thread_ = std::thread([this] {
-    Result<GenerationResult> result = Internal("the backend did not run");
-    try {
-      result = backend_->Generate(request_, [this](std::int32_t t) { return OnToken(t); });
-    } catch (const std::exception& e) {  // a backend must not throw; keep the server alive
-      result = Internal("backend threw: {}", e.what());
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      result_.emplace(std::move(result));
-      done_ = true;
-    }
-    cv_.notify_all();
-  });
+  thread_ = std::thread([this] { RunGeneration(); });
 }
 
-bool CompletionSession::OnToken(std::int32_t token) {
-  if (cancelled_.load(std::memory_order_acquire)) return false;
+void CompletionSession::RunGeneration() {
+  // A backend must not throw; keep the server alive.
+  const auto generate = [this](const GenerationRequest& request, const TokenSink& sink) {
+    try {
+      return backend_->Generate(request, sink);
+    } catch (const std::exception& e) {
+      return Result<GenerationResult>(Internal("backend threw: {}", e.what()));
+    }
+  };
+  std::vector<Result<GenerationResult>> results;
+  if (request_.n <= 1 || backend_choices_) {
+    results.push_back(generate(request_, [this](const GeneratedToken& t) { return OnToken(t); }));
+  } else {
+    // n requests of one choice each, choice i on its own thread with seed + i.
+    const int n = request_.n;
+    results.assign(static_cast<std::size_t>(n), Internal("the backend did not run"));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([this, i, &results, &generate] {
+        GenerationRequest one = request_;
+        one.n = 1;
+        one.sampling.seed += static_cast<std::uint64_t>(i);
+        one.request_id = fmt::format("{}-{}", request_.request_id, i);
+        results[static_cast<std::size_t>(i)] = generate(one, [this, i](const GeneratedToken& t) {
+          return OnToken(GeneratedToken(t.id, i, t.logprobs));
+        });
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(token);
+    results_ = std::move(results);
+    done_ = true;
   }
   cv_.notify_all();
-  return !cancelled_.load(std::memory_order_acquire);
+}
+
+bool CompletionSession::OnToken(const GeneratedToken& token) {
+  if (cancelled_.load(std::memory_order_acquire)) return false;
+  if (token.choice < 0 || token.choice >= static_cast<int>(choices_.size())) return false;
+  if (choice_ended_[token.choice].load(std::memory_order_acquire)) return false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Queued q{token.id, token.choice, std::nullopt};
+    if (token.logprobs) q.logprobs = *token.logprobs;
+    queue_.push_back(std::move(q));
+  }
+  cv_.notify_all();
+  return !cancelled_.load(std::memory_order_acquire) &&
+         !choice_ended_[token.choice].load(std::memory_order_acquire);
 }
 
 void CompletionSession::Cancel(Status reason) {
@@ -88,7 +128,7 @@ bool CompletionSession::CheckClient() {
   return client_gone_;
 }
 
-CompletionSession::Wake CompletionSession::WaitForTokens(std::vector<std::int32_t>* batch,
+CompletionSession::Wake CompletionSession::WaitForTokens(std::vector<Queued>* batch,
                                                          core::Nanos idle) {
   batch->clear();
   const core::Nanos now = core::NowNanos();
@@ -99,7 +139,7 @@ CompletionSession::Wake CompletionSession::WaitForTokens(std::vector<std::int32_
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_until(lock, ToTimePoint(until), [&] { return !queue_.empty() || done_; });
   if (!queue_.empty()) {
-    batch->assign(queue_.begin(), queue_.end());
+    batch->assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
     queue_.clear();
     return Wake::kTokens;
   }
@@ -137,37 +177,41 @@ Status CompletionSession::AwaitFirstToken() {
   return FinalStatus();  // OK: generation ended successfully without a token
 }
 
-bool CompletionSession::Consume(std::int32_t token) {
+bool CompletionSession::Consume(const Queued& token) {
   if (complete_) return false;
+  ChoiceOutput& choice = choices_[static_cast<std::size_t>(token.choice)];
+  GeneratedToken t(token.id, token.choice, token.logprobs ? &*token.logprobs : nullptr);
+  if (!choice.Consume(t)) return false;
   const core::Nanos now = core::NowNanos();
-  ++completion_tokens_;
-  tokens_.push_back(token);
   metrics_->generation_tokens.Increment();
-  if (completion_tokens_ == 1) {
+  const bool first_of_all = first_token_at_ == 0;
+  if (first_of_all) {
     first_token_at_ = now;
     metrics_->ttft.Observe(core::ToSeconds(now - setup_.arrival));
-  } else if (completion_tokens_ == 2) {
-    ttst_ms_ = core::ToMillis(now - last_token_at_);
-    metrics_->ttst.Observe(core::ToSeconds(now - last_token_at_));
-  } else {
-    tbt_sum_ms_ += core::ToMillis(now - last_token_at_);
-    ++tbt_count_;
-    metrics_->tbt.Observe(core::ToSeconds(now - last_token_at_));
   }
-  last_token_at_ = now;
-  if (token_ms_.size() < kMaxTokenTimes) token_ms_.push_back(core::ToMillis(now - setup_.arrival));
-
-  if (tokenizer_.IsEog(token)) {
-    eog_ = true;
-    complete_ = true;
-  } else if (text_.Append(tokenizer_.TokenToPiece(token, /*special=*/false))) {
-    stop_hit_ = true;
-    complete_ = true;
-    Cancel(Cancelled("stop sequence"));  // not an error: the output is complete
+  // Token gaps are those of choice 0 (the others interleave with it).
+  if (token.choice == 0) {
+    const std::int64_t k = choice.completion_tokens();
+    if (k == 2) {
+      ttst_ms_ = core::ToMillis(now - last_token_at_);
+      metrics_->ttst.Observe(core::ToSeconds(now - last_token_at_));
+    } else if (k > 2) {
+      tbt_sum_ms_ += core::ToMillis(now - last_token_at_);
+      ++tbt_count_;
+      metrics_->tbt.Observe(core::ToSeconds(now - last_token_at_));
+    }
+    last_token_at_ = now;
+    if (token_ms_.size() < kMaxTokenTimes) {
+      token_ms_.push_back(core::ToMillis(now - setup_.arrival));
+    }
   }
-  if (completion_tokens_ >= request_.max_tokens && !complete_) {
-    complete_ = true;
-    Cancel(Cancelled("max_tokens reached"));  // a well-behaved backend has stopped already
+  if (choice.complete()) {
+    choice_ended_[token.choice].store(true, std::memory_order_release);
+    if (++choices_complete_ == static_cast<int>(choices_.size())) {
+      complete_ = true;
+      // Not an error: the output is complete (a well-behaved backend may have stopped already).
+      Cancel(Cancelled("the output is complete"));
+    }
   }
   return true;
 }
@@ -176,28 +220,51 @@ Status CompletionSession::FinalStatus() {
   std::lock_guard<std::mutex> lock(mu_);
   if (complete_) return Status::Ok();
   if (!cancel_reason_.ok()) return cancel_reason_;
-  if (result_ && !result_->ok()) return result_->status();
-  if (result_ && (*result_)->finish_reason == "cancelled") {
-    // Cancelled by someone other than this server (e.g. a node's cancel): not an answer.
-    return Unavailable("the backend cancelled the request before it was complete");
+  for (std::size_t i = 0; i < results_.size(); ++i) {
+    if (!results_[i].ok()) return results_[i].status();
+    // Cancelled by someone other than this server (e.g. a node's cancel): not an answer. One
+    // of n single-choice requests that this server ended (its choice complete) is fine.
+    const bool ended_here = results_.size() > 1 && choices_[i].complete();
+    if (results_[i]->finish_reason == "cancelled" && !ended_here) {
+      return Unavailable("the backend cancelled the request before it was complete");
+    }
   }
   return Status::Ok();
 }
 
-std::string CompletionSession::FinishReason() const {
-  if (stop_hit_ || eog_) return "stop";
-  if (completion_tokens_ >= request_.max_tokens) return "length";
-  // The backend ended on its own terms (result_ is final: read after done_ was seen).
-  if (result_ && result_->ok() && !(*result_)->finish_reason.empty()) {
-    return (*result_)->finish_reason;
-  }
-  return "length";
+std::string CompletionSession::FinishReason(int choice) const {
+  // The backend ended on its own terms (results_ is final: read after done_ was seen).
+  const std::size_t r = results_.size() > 1 ? static_cast<std::size_t>(choice) : 0;
+  std::string backend;
+  if (r < results_.size() && results_[r].ok()) backend = results_[r]->finish_reason;
+  return choices_[static_cast<std::size_t>(choice)].FinishReason(backend);
+}
+
+void CompletionSession::RecordSuccess() {
+  metrics_->request_generation_tokens.Observe(static_cast<double>(usage().completion_tokens));
+  for (int i = 0; i < static_cast<int>(choices_.size()); ++i) metrics_->CountFinish(FinishReason(i));
+}
+
+Usage CompletionSession::usage() const {
+  Usage u{setup_.prompt_tokens, 0};
+  for (const ChoiceOutput& c : choices_) u.completion_tokens += c.completion_tokens();
+  return u;
+}
+
+json CompletionSession::ChoiceLogprobs(int index, bool take) {
+  if (request_.sampling.logprobs < 0) return nullptr;
+  ChoiceOutput& choice = choices_[static_cast<std::size_t>(index)];
+  const std::vector<LogprobEntry> entries = take ? choice.TakeLogprobs() : choice.logprobs();
+  if (IsChat(setup_)) return ChatLogprobsJson(tokenizer_, entries);
+  if (take) return CompletionLogprobsJson(tokenizer_, entries, choice.text_offset());
+  std::int64_t offset = static_cast<std::int64_t>(setup_.echo.size());
+  return CompletionLogprobsJson(tokenizer_, entries, &offset);
 }
 
 json CompletionSession::SmartgenStats() const {
   json stats = json::object();
-  if (result_ && result_->ok()) {
-    const json& backend = (*result_)->stats;
+  if (!results_.empty() && results_[0].ok()) {
+    const json& backend = results_[0]->stats;
     if (backend.is_object()) {
       stats = backend;
     } else if (!backend.is_null()) {
@@ -205,30 +272,39 @@ json CompletionSession::SmartgenStats() const {
     }
   }
   json server = {{"e2e_ms", core::ToMillis(core::NowNanos() - setup_.arrival)}};
-  if (completion_tokens_ >= 1) server["ttft_ms"] = core::ToMillis(first_token_at_ - setup_.arrival);
+  if (first_token_at_ != 0) server["ttft_ms"] = core::ToMillis(first_token_at_ - setup_.arrival);
   if (ttst_ms_ >= 0) server["ttst_ms"] = ttst_ms_;
   if (tbt_count_ > 0) server["tbt_ms"] = tbt_sum_ms_ / static_cast<double>(tbt_count_);
   stats["server"] = std::move(server);
   if (setup_.return_token_ids) {
-    stats["token_ids"] = tokens_;
+    stats["token_ids"] = choices_[0].tokens();
+    if (choices_.size() > 1) {
+      json all = json::array();
+      for (const ChoiceOutput& c : choices_) all.push_back(c.tokens());
+      stats["choices_token_ids"] = std::move(all);
+    }
     stats["server"]["token_ms"] = token_ms_;  // arrival of each token (ms since the request's)
   }
   return stats;
 }
 
 Result<json> CompletionSession::Collect() {
-  std::vector<std::int32_t> batch;
+  std::vector<Queued> batch;
   const core::Nanos poll = setup_.client_gone ? setup_.client_poll : core::Seconds(3600);
   while (true) {
     const Wake wake = WaitForTokens(&batch, poll);
     if (wake == Wake::kDone) break;
     if (wake == Wake::kDeadline) Cancel(DeadlineExceeded("the request ran past its deadline"));
     if (wake == Wake::kIdle) CheckClient();
-    for (std::int32_t t : batch) Consume(t);
+    for (const Queued& t : batch) Consume(t);
   }
   SG_RETURN_IF_ERROR(FinalStatus());
-  json body =
-      CompletionResponse(setup_.header, text_.text(), FinishReason(), usage(), SmartgenStats());
+  std::vector<ChoiceBody> bodies;
+  for (int i = 0; i < static_cast<int>(choices_.size()); ++i) {
+    bodies.push_back({choices_[i].text(), FinishReason(i), ChoiceLogprobs(i, /*take=*/false)});
+  }
+  json body = CompletionResponse(setup_.header, bodies, usage(), SmartgenStats());
+  RecordSuccess();
   metrics_->e2e.Observe(core::ToSeconds(core::NowNanos() - setup_.arrival));
   return body;
 }
@@ -250,14 +326,23 @@ int CompletionSession::Stream(const ByteWriter& write, const std::function<void(
       Cancel(Cancelled("the client closed the connection"));
     }
   };
-  auto send_chunk = [&](const std::string& text) {
-    send(SseEvent(DumpJson(ChoiceChunk(setup_.header, text, "", false, setup_.include_usage))));
+  const int n = static_cast<int>(choices_.size());
+  // Choice i's text so far (and the log-probabilities of its tokens), when there is some.
+  auto send_delta = [&](int i, bool rest) {
+    ChoiceOutput& c = choices_[static_cast<std::size_t>(i)];
+    const std::string text = rest ? c.TakeRest() : c.TakeDelta();
+    if (text.empty() && (!rest || c.untaken_logprobs() == 0)) return;  // logprobs wait for text
+    const json logprobs = ChoiceLogprobs(i, /*take=*/true);
+    send(SseEvent(DumpJson(
+        ChoiceChunk(setup_.header, text, "", false, setup_.include_usage, i, logprobs))));
   };
   if (IsChat(setup_)) {
-    send(SseEvent(
-        DumpJson(ChoiceChunk(setup_.header, "", "", /*role_chunk=*/true, setup_.include_usage))));
+    for (int i = 0; i < n; ++i) {
+      send(SseEvent(DumpJson(ChoiceChunk(setup_.header, "", "", /*role_chunk=*/true,
+                                         setup_.include_usage, i))));
+    }
   }
-  std::vector<std::int32_t> batch;
+  std::vector<Queued> batch;
   const core::Nanos poll = setup_.client_gone
                                ? std::min(setup_.client_poll, setup_.keepalive_interval)
                                : setup_.keepalive_interval;
@@ -273,10 +358,8 @@ int CompletionSession::Stream(const ByteWriter& write, const std::function<void(
       send(SseComment("keep-alive"));
     }
     if (client_gone) continue;  // nobody to deliver to: wait for the backend to stop
-    for (std::int32_t t : batch) {
-      if (!Consume(t)) continue;
-      const std::string delta = text_.TakeDelta();
-      if (!delta.empty()) send_chunk(delta);
+    for (const Queued& t : batch) {
+      if (Consume(t)) send_delta(t.choice, /*rest=*/false);
     }
   }
   if (client_gone) return end(499);
@@ -290,9 +373,13 @@ int CompletionSession::Stream(const ByteWriter& write, const std::function<void(
     send(SseEvent(kSseDone));
     return error.http_status;
   }
-  const std::string rest = text_.TakeRest();
-  if (!rest.empty()) send_chunk(rest);
-  json finish = ChoiceChunk(setup_.header, "", FinishReason(), false, setup_.include_usage);
+  for (int i = 0; i < n; ++i) send_delta(i, /*rest=*/true);
+  for (int i = 0; i + 1 < n; ++i) {
+    send(SseEvent(
+        DumpJson(ChoiceChunk(setup_.header, "", FinishReason(i), false, setup_.include_usage, i))));
+  }
+  json finish =
+      ChoiceChunk(setup_.header, "", FinishReason(n - 1), false, setup_.include_usage, n - 1);
   json stats = SmartgenStats();
   if (setup_.include_usage) {
     send(SseEvent(DumpJson(finish)));
@@ -305,6 +392,7 @@ int CompletionSession::Stream(const ByteWriter& write, const std::function<void(
   }
   if (client_gone) return end(499);
   metrics_->e2e.Observe(core::ToSeconds(core::NowNanos() - setup_.arrival));
+  RecordSuccess();
   end(200);
   send(SseEvent(kSseDone));
   return client_gone ? 499 : 200;

@@ -3,9 +3,13 @@
 //
 // Start() runs CompletionBackend::Generate on a thread of its own. Tokens arrive through a
 // queue, so the backend never waits for a slow client; the caller's thread consumes them:
-// decodes each token's text (TextStream: stop sequences, whole UTF-8 characters), measures
-// TTFT / TTST / TBT as it emits them, and either collects one JSON response (Collect) or writes
-// SSE events as they come (Stream).
+// each choice's ChoiceOutput decodes its text (stop sequences, whole UTF-8 characters) and keeps
+// its log-probabilities, the session measures TTFT / TTST / TBT (of choice 0) as it emits them,
+// and either collects one JSON response (Collect) or writes SSE events as they come (Stream).
+//
+// n > 1 choices: a backend with features().choices generates them itself (sharing the
+// prompt's KV); for any other backend the session runs n requests of one choice each, on n
+// threads, choice i with seed sampling.seed + i, and merges their tokens.
 //
 //   session.Start();
 //   Status first = session.AwaitFirstToken();   // not OK: answer with an HTTP error
@@ -43,7 +47,7 @@
 #include "server/completion_backend.h"
 #include "server/openai_response.h"
 #include "server/server_metrics.h"
-#include "server/text_stream.h"
+#include "server/choice_output.h"
 
 namespace smartgen::server {
 
@@ -51,6 +55,7 @@ struct SessionSetup {
   ResponseHeader header;
   std::int64_t prompt_tokens = 0;
   std::vector<std::string> stop;
+  std::string echo;  // completions' echo: the prompt's text before each choice's ("" = none)
   bool include_usage = false;
   bool return_token_ids = false;
   core::Nanos arrival = 0;  // steady-clock time the request arrived (TTFT, e2e)
@@ -94,42 +99,56 @@ class CompletionSession {
 
  private:
   enum class Wake { kTokens, kDone, kDeadline, kIdle };
+  // A token as queued: its log-probabilities copied (the backend's pointer is call-scoped).
+  struct Queued {
+    std::int32_t id = 0;
+    int choice = 0;
+    std::optional<model::TokenLogprobs> logprobs;
+  };
 
-  bool OnToken(std::int32_t token);  // backend thread
-  Wake WaitForTokens(std::vector<std::int32_t>* batch, core::Nanos idle);
+  bool OnToken(const GeneratedToken& token);  // backend threads
+  // The generation thread's body: one Generate, or n of one choice each (see above).
+  void RunGeneration();
+  Wake WaitForTokens(std::vector<Queued>* batch, core::Nanos idle);
   // Asks setup_.client_gone; cancels the request when the client has gone. True if gone.
   bool CheckClient();
-  // Takes one token into the output; false when it is past the end (stop, EOG, max_tokens).
-  bool Consume(std::int32_t token);
+  // Takes one token into its choice; false when that choice had ended (stop, EOG, max_tokens).
+  bool Consume(const Queued& token);
   // After generation ended: the request's status (OK when the output is complete).
   Status FinalStatus();
-  std::string FinishReason() const;
+  std::string FinishReason(int choice) const;
+  nlohmann::json ChoiceLogprobs(int choice, bool take);
   nlohmann::json SmartgenStats() const;
-  Usage usage() const { return {setup_.prompt_tokens, completion_tokens_}; }
+  // A complete answer was sent: its length and each choice's finish reason in the metrics.
+  void RecordSuccess();
+  Usage usage() const;
 
   CompletionBackend* backend_;
   const GenerationRequest request_;
   const SessionSetup setup_;
   ServerMetrics* metrics_;
   const tokenizer::Tokenizer& tokenizer_;
+  const bool backend_choices_;  // backend_->features().choices
   std::thread thread_;
 
   std::atomic<bool> cancelled_{false};
+  // Per choice: set by the consumer once the choice is complete; the backend is then told
+  // (on_token returns false for it).
+  std::unique_ptr<std::atomic<bool>[]> choice_ended_;
   bool client_gone_ = false;  // consumer thread
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::int32_t> queue_;                  // guarded by mu_
+  std::deque<Queued> queue_;                        // guarded by mu_
   bool done_ = false;                               // guarded by mu_
-  std::optional<Result<GenerationResult>> result_;  // guarded by mu_; set with done_
+  // One result, or one per choice when the session ran n requests; guarded by mu_, set with
+  // done_.
+  std::vector<Result<GenerationResult>> results_;
   Status cancel_reason_;                            // guarded by mu_; first reason wins
 
   // Consumer state (the caller's thread).
-  TextStream text_;
-  std::vector<std::int32_t> tokens_;
-  std::int64_t completion_tokens_ = 0;
-  bool complete_ = false;  // stop sequence, EOG or max_tokens reached: output is final
-  bool stop_hit_ = false;
-  bool eog_ = false;
+  std::vector<ChoiceOutput> choices_;
+  int choices_complete_ = 0;
+  bool complete_ = false;  // every choice complete: the output is final
   core::Nanos first_token_at_ = 0;
   core::Nanos last_token_at_ = 0;
   double ttst_ms_ = -1;

@@ -1,8 +1,10 @@
 #include "server/http_server.h"
 
+#include <fmt/ranges.h>
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <ctime>
 #include <exception>
@@ -13,15 +15,19 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/process_metrics.h"
 #include "server/admission_queue.h"
 #include "server/api_error.h"
 #include "server/auth.h"
 #include "server/completion_session.h"
 #include "server/connection_server.h"
+#include "server/generation_setup.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/request_body.h"
 #include "server/server_metrics.h"
+#include "server/tokenize_api.h"
+#include "tokenizer/chat_template.h"
 
 namespace smartgen::server {
 namespace {
@@ -60,28 +66,24 @@ std::string HttpServerOptions::ToString() const {
       "queue_timeout_s={} retry_after_s={} request_timeout_s={} threads={} "
       "keep_alive_timeout_s={} header_timeout_s={} body_timeout_s={} write_timeout_s={} "
       "max_connections={} max_header_bytes={} client_poll_s={} tls={} default_max_tokens={} "
-      "served_model_name={} sse_keepalive_s={}",
+      "served_model_names={} chat_template={} sse_keepalive_s={}",
       host, port, api_key.empty() ? "(none)" : "(set)", max_body_bytes, max_concurrent, max_queued,
       core::ToSeconds(queue_timeout), retry_after_s, core::ToSeconds(request_timeout), threads,
       keep_alive_timeout_s, core::ToSeconds(header_timeout), core::ToSeconds(body_timeout),
       core::ToSeconds(write_timeout), max_connections, max_header_bytes,
       core::ToSeconds(client_poll), tls_cert_file.empty() ? "off" : tls_cert_file,
-      default_max_tokens, served_model_name.empty() ? "(backend)" : served_model_name,
-      core::ToSeconds(sse_keepalive));
+      default_max_tokens,
+      served_model_names.empty() ? "(backend)" : fmt::format("{}", fmt::join(served_model_names, ",")),
+      chat_template.empty() ? "(model)" : chat_template, core::ToSeconds(sse_keepalive));
 }
 
 struct HttpServer::Impl {
   Impl(CompletionBackend* b, HttpServerOptions o)
       : backend(b),
         options(std::move(o)),
-        metrics(&registry),
+        metrics(&registry, ModelNames().front()),
         admission_queue({options.max_concurrent, options.max_queued, options.queue_timeout,
-                         std::min(options.client_poll, core::Millis(100))}),
-        queue_seconds(registry.GetHistogram("smartgen_server_queue_seconds",
-                                            "Time admitted requests waited for a slot",
-                                            core::LatencyBuckets())),
-        queued(registry.GetGauge("smartgen_server_requests_queued",
-                                 "Requests waiting for a generation slot now")) {
+                         std::min(options.client_poll, core::Millis(100))}) {
     std::random_device rd;
     seed_base = (std::uint64_t{rd()} << 32) ^ rd();
   }
@@ -126,22 +128,36 @@ struct HttpServer::Impl {
   // Checks that happen before any byte of the body is read; false after replying.
   bool CheckBeforeBody(const httplib::Request& req, httplib::Response& res);
   void HandleCompletion(const std::string& body, httplib::Response& res, Endpoint endpoint);
-  // Validated request -> prompt ids and limits; an ApiError on failure.
-  std::optional<ApiError> Prepare(const CompletionRequest& r, GenerationRequest* g);
+  // POST /tokenize and /detokenize.
+  void HandleTokenize(const std::string& body, httplib::Response& res, bool detokenize);
+  // A 404 (model_not_found) when `model` is given and not one of the served names.
+  std::optional<ApiError> CheckModel(const std::string& model) const {
+    if (model.empty() || ServesModel(model)) return std::nullopt;
+    return MakeApiError(404,
+                        fmt::format("The model '{}' does not exist; this server serves '{}'", model,
+                                    fmt::join(ModelNames(), "', '")),
+                        "model_not_found", "model");
+  }
   std::string NewId(Endpoint endpoint) {
     const std::uint64_t n = next_id.fetch_add(1, std::memory_order_relaxed);
     return fmt::format("{}-{:016x}", endpoint == Endpoint::kChatCompletions ? "chatcmpl" : "cmpl",
                        SplitMix64(seed_base ^ n));
   }
   std::string Text() {
-    queued.Set(admission_queue.queued());
+    metrics.queued.Set(admission_queue.queued());
     std::string out;
     registry.AppendText(&out);
     backend->AppendMetrics(&out);
+    core::AppendProcessMetrics(&out, "server");
     return out;
   }
-  std::string ModelName() const {
-    return options.served_model_name.empty() ? backend->model_name() : options.served_model_name;
+  std::vector<std::string> ModelNames() const {
+    if (options.served_model_names.empty()) return {backend->model_name()};
+    return options.served_model_names;
+  }
+  bool ServesModel(const std::string& name) const {
+    const std::vector<std::string> names = ModelNames();
+    return std::find(names.begin(), names.end(), name) != names.end();
   }
 
   CompletionBackend* backend;
@@ -149,8 +165,6 @@ struct HttpServer::Impl {
   core::MetricsRegistry registry;
   ServerMetrics metrics;
   AdmissionQueue admission_queue;
-  core::Histogram& queue_seconds;
-  core::Gauge& queued;
   std::unique_ptr<ConnectionServer> http;  // made by Start()
   std::thread listener;
   int bound_port = 0;
@@ -166,60 +180,6 @@ struct HttpServer::Impl {
   std::unordered_set<CompletionSession*> sessions;
 };
 
-std::optional<ApiError> HttpServer::Impl::Prepare(const CompletionRequest& r,
-                                                  GenerationRequest* g) {
-  const tokenizer::Tokenizer& tok = backend->tokenizer();
-  const char* prompt_field = "prompt";
-  if (r.endpoint == Endpoint::kChatCompletions) {
-    prompt_field = "messages";
-    Result<std::string> text = tok.ApplyChatTemplate(r.messages, /*add_generation_prompt=*/true);
-    if (!text.ok()) {
-      return MakeApiError(500, fmt::format("the model's chat template cannot be applied: {}",
-                                           text.status().message()));
-    }
-    g->prompt = tok.Encode(*text, /*add_special=*/true, /*parse_special=*/true);
-  } else if (r.prompt_is_tokens) {
-    for (std::int32_t id : r.prompt_tokens) {
-      if (id >= tok.n_vocab()) {
-        return MakeApiError(400,
-                            fmt::format("token id {} in 'prompt' is not in the vocabulary "
-                                        "({} tokens)",
-                                        id, tok.n_vocab()),
-                            "", "prompt");
-      }
-    }
-    g->prompt = r.prompt_tokens;
-  } else {
-    g->prompt = tok.Encode(r.prompt_text, /*add_special=*/true, /*parse_special=*/true);
-  }
-  if (g->prompt.empty()) return MakeApiError(400, "the prompt is empty", "", prompt_field);
-
-  const std::int64_t ctx = backend->context_length();
-  const auto n_prompt = static_cast<std::int64_t>(g->prompt.size());
-  std::int64_t max_tokens = r.max_tokens.value_or(r.endpoint == Endpoint::kChatCompletions
-                                                      ? std::max<std::int64_t>(ctx - n_prompt, 1)
-                                                      : options.default_max_tokens);
-  if (n_prompt + max_tokens > ctx) {
-    const bool prompt_alone_too_long = n_prompt >= ctx;
-    return MakeApiError(
-        400,
-        fmt::format("This model's maximum context length is {} tokens. However, you requested "
-                    "{} tokens ({} in the {}, {} in the completion). Please reduce the length "
-                    "of the {} or completion.",
-                    ctx, n_prompt + max_tokens, n_prompt, prompt_field, max_tokens, prompt_field),
-        "context_length_exceeded",
-        prompt_alone_too_long || !r.max_tokens ? prompt_field : "max_tokens");
-  }
-  g->max_tokens = static_cast<int>(max_tokens);
-  g->sampling = r.sampling;
-  if (!r.seed_given) {
-    g->sampling.seed = SplitMix64(~seed_base ^ next_seed.fetch_add(1, std::memory_order_relaxed));
-  }
-  g->transfer_mode = r.transfer_mode;
-  g->extension = r.extension;
-  return std::nullopt;
-}
-
 void HttpServer::Impl::HandleCompletion(const std::string& body, httplib::Response& res,
                                         Endpoint endpoint) {
   const core::Nanos arrival = core::NowNanos();
@@ -233,15 +193,15 @@ void HttpServer::Impl::HandleCompletion(const std::string& body, httplib::Respon
   Result<CompletionRequest> parsed = ParseCompletionRequest(body, endpoint, &param);
   if (!parsed.ok()) return fail(ApiErrorFromStatus(parsed.status(), param));
   const CompletionRequest& r = *parsed;
-  if (!r.model.empty() && r.model != ModelName()) {
-    return fail(MakeApiError(404,
-                             fmt::format("The model '{}' does not exist; this server "
-                                         "serves '{}'",
-                                         r.model, ModelName()),
-                             "model_not_found", "model"));
+  if (std::optional<ApiError> error = CheckModel(r.model)) return fail(*error);
+  PreparedGeneration prepared;
+  const std::uint64_t drawn_seed =
+      SplitMix64(~seed_base ^ next_seed.fetch_add(1, std::memory_order_relaxed));
+  if (std::optional<ApiError> error = PrepareGeneration(
+          r, *backend, options.default_max_tokens, drawn_seed, options.chat_template, &prepared)) {
+    return fail(*error);
   }
-  GenerationRequest g;
-  if (std::optional<ApiError> error = Prepare(r, &g)) return fail(*error);
+  GenerationRequest& g = prepared.request;
 
   // Admission: a slot of max_concurrent, or a place in line for one; the slot is held until
   // the response is finished.
@@ -270,17 +230,19 @@ void HttpServer::Impl::HandleCompletion(const std::string& body, httplib::Respon
             "rate_limit_exceeded"));
     }
   }
-  queue_seconds.Observe(core::ToSeconds(ticket.waited()));
+  metrics.queue_seconds.Observe(core::ToSeconds(ticket.waited()));
   metrics.in_flight.Increment();
   auto admission = std::make_shared<Admission>(this, endpoint, std::move(ticket));
 
   g.request_id = NewId(endpoint);
   metrics.prompt_tokens.Increment(static_cast<double>(g.prompt.size()));
+  metrics.request_prompt_tokens.Observe(static_cast<double>(g.prompt.size()));
   SessionSetup setup;
   setup.header = {endpoint, g.request_id, static_cast<std::int64_t>(std::time(nullptr)),
-                  ModelName()};
+                  r.model.empty() ? ModelNames().front() : r.model};
   setup.prompt_tokens = static_cast<std::int64_t>(g.prompt.size());
   setup.stop = r.stop;
+  setup.echo = std::move(prepared.echo);
   setup.include_usage = r.include_usage;
   setup.return_token_ids = r.return_token_ids;
   setup.arrival = arrival;
@@ -328,11 +290,24 @@ void HttpServer::Impl::HandleCompletion(const std::string& body, httplib::Respon
       });
 }
 
+void HttpServer::Impl::HandleTokenize(const std::string& body, httplib::Response& res,
+                                      bool detokenize) {
+  std::string model, param;
+  Result<json> reply =
+      detokenize ? DetokenizeRequest(body, backend->tokenizer(), &model, &param)
+                 : TokenizeRequest(body, backend->tokenizer(), backend->context_length(),
+                                   options.chat_template, &model, &param);
+  if (!reply.ok()) return ReplyError(res, ApiErrorFromStatus(reply.status(), param));
+  if (std::optional<ApiError> error = CheckModel(model)) return ReplyError(res, *error);
+  Reply(res, 200, *reply);
+}
+
 bool HttpServer::Impl::CheckBeforeBody(const httplib::Request& req, httplib::Response& res) {
   const std::optional<Endpoint> endpoint = EndpointForPath(req.path);
-  const bool completion_route = req.method == "POST" && endpoint.has_value();
-  const std::optional<ApiError> error =
-      CheckBodyFraming(req, completion_route, options.max_body_bytes);
+  const bool body_route =
+      req.method == "POST" &&
+      (endpoint.has_value() || req.path == "/tokenize" || req.path == "/detokenize");
+  const std::optional<ApiError> error = CheckBodyFraming(req, body_route, options.max_body_bytes);
   if (!error) return true;
   if (endpoint) metrics.CountRequest(*endpoint, error->http_status);
   ReplyError(res, *error);
@@ -389,8 +364,28 @@ void HttpServer::Impl::Routes() {
     });
   }
   http->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    Reply(res, 200, ModelList(ModelName(), created, backend->context_length()));
+    Reply(res, 200, ModelList(ModelNames(), created, backend->context_length()));
   });
+  // Model ids may hold '/' (e.g. "org/model"): everything after the prefix is the id.
+  http->Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (std::optional<ApiError> error = CheckModel(id)) return ReplyError(res, *error);
+    Reply(res, 200, ModelCard(id, created, backend->context_length()));
+  });
+  for (const bool detokenize : {false, true}) {
+    http->Post(detokenize ? "/detokenize" : "/tokenize",
+               [this, detokenize](const httplib::Request&, httplib::Response& res,
+                                  const httplib::ContentReader& reader) {
+                 std::string body;
+                 const std::optional<ApiError> error =
+                     ReadBodyWithin(reader, options.max_body_bytes, &body);
+                 if (error) {
+                   ConnectionServer::CloseCurrentAfterResponse();
+                   return ReplyError(res, *error);
+                 }
+                 HandleTokenize(body, res, detokenize);
+               });
+  }
   http->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     const Status health =
         stopping.load() ? Unavailable("the server is shutting down") : backend->Health();
@@ -482,6 +477,23 @@ Status HttpServer::Start() {
   }
   if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
     return InvalidArgument("TLS needs both tls_cert_file and tls_key_file");
+  }
+  {
+    // The chat template is decided here, once: an override that cannot be used stops the
+    // start; a model template that cannot, or none, is a warning (completions still work).
+    bool plain = false;
+    Result<tokenizer::ChatTemplateKind> kind = tokenizer::ResolveChatTemplate(
+        o.chat_template, s.backend->tokenizer().chat_template(), &plain);
+    if (!kind.ok() && !o.chat_template.empty()) {
+      return InvalidArgument("--chat-template: {}", kind.status().message());
+    }
+    if (!kind.ok()) {
+      SG_LOG_WARN("server", "chat requests will fail: {} (--chat-template NAME overrides it)",
+                  kind.status().message());
+    } else if (plain) {
+      SG_LOG_WARN("server", "the model has no chat template: chat requests get a plain "
+                            "completion prompt (--chat-template NAME sets one)");
+    }
   }
   std::shared_ptr<TlsContext> tls;
   if (!o.tls_cert_file.empty()) {

@@ -8,7 +8,9 @@
 //        object in, per-request figures (backend stats + server-measured ttft_ms, ttst_ms,
 //        tbt_ms, e2e_ms; token_ids on request) out in the response's `smartgen` object (in
 //        the last JSON chunk of a stream)
-//   GET  /v1/models             the one served model
+//   GET  /v1/models             the served model, once per name (--served-model-name)
+//   GET  /v1/models/{id}        one of them; 404 (model_not_found) for any other id
+//   POST /tokenize, /detokenize vLLM's shapes (tokenize_api.h); open like /health
 //   GET  /health                200 {"status":"ok"}, or 503 with the backend's reason
 //   GET  /metrics               Prometheus text: server_metrics.h plus the backend's
 //
@@ -47,6 +49,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/status.h"
@@ -76,7 +79,13 @@ struct HttpServerOptions {
   std::string tls_key_file;       // PEM private key
   int default_max_tokens = 16;    // /v1/completions without max_tokens (OpenAI's default);
                                   // chat defaults to the rest of the context
-  std::string served_model_name;  // "" = the backend's model_name()
+  // The names the model is served under (--served-model-name): the first is the one responses
+  // carry unless the request named another of them; a request naming none of them gets 404.
+  // Empty: the backend's model_name().
+  std::vector<std::string> served_model_names;
+  // --chat-template: a template name (tokenizer/chat_template.h) or template text for every
+  // chat request; "" = the model's own. Start() refuses one it cannot use.
+  std::string chat_template;
   core::Nanos sse_keepalive = core::Seconds(10);  // SSE comment after this much silence
 
   // One line, every field (the API key masked), for the start-up log.

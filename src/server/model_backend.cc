@@ -1,8 +1,10 @@
 #include "server/model_backend.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
-#include "model/generate.h"
+#include "model/sampler.h"
 
 namespace smartgen::server {
 
@@ -22,10 +24,11 @@ Result<std::unique_ptr<ModelBackend>> ModelBackend::Load(const std::string& path
   b->forward_ = std::make_unique<model::Forward>(*b->model_, b->pool_.get(), fo);
   const kv::KvGeometry geometry =
       b->forward_->KvGeometryFor(options.kv_dtype, options.block_tokens);
-  // One sequence of the whole context.
-  b->blocks_ =
-      std::make_unique<kv::BlockPool>(geometry, geometry.BlocksFor(b->forward_->max_context()) *
-                                                    geometry.n_layers * geometry.n_kv_heads);
+  // kMaxChoices sequences of the whole context (one request's choices); the pool allocates
+  // lazily, so what is not used costs nothing.
+  b->blocks_ = std::make_unique<kv::BlockPool>(
+      geometry, geometry.BlocksFor(b->forward_->max_context()) * geometry.n_layers *
+                    geometry.n_kv_heads * kMaxChoices);
   b->name_ = options.model_name;
   if (b->name_.empty()) {
     const std::size_t slash = path.find_last_of('/');
@@ -33,6 +36,22 @@ Result<std::unique_ptr<ModelBackend>> ModelBackend::Load(const std::string& path
     if (b->name_.ends_with(".gguf")) b->name_.resize(b->name_.size() - 5);
   }
   return b;
+}
+
+Status ModelBackend::ForkKv(const kv::SequenceKv& from, kv::SequenceKv* to) {
+  const kv::KvGeometry& g = from.geometry();
+  SG_RETURN_IF_ERROR(to->Reserve(from.n_tokens()));
+  const std::int64_t blocks = g.BlocksFor(from.n_tokens());
+  for (int layer = 0; layer < g.n_layers; ++layer) {
+    for (int head = 0; head < g.n_kv_heads; ++head) {
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        std::memcpy(to->BlockData(layer, head, b), from.BlockData(layer, head, b),
+                    g.block_bytes());
+      }
+    }
+  }
+  to->set_n_tokens(from.n_tokens());
+  return Status::Ok();
 }
 
 Result<GenerationResult> ModelBackend::Generate(const GenerationRequest& request,
@@ -84,41 +103,83 @@ Result<GenerationResult> ModelBackend::Generate(const GenerationRequest& request
   } release{this};
   const double queue_ms = queue_watch.ElapsedMillis();
 
-  bool cancelled = false, expired = false;
-  const model::TokenCallback callback = [&](std::int32_t token) {
-    if (request.deadline.Expired()) {
-      expired = true;
-      return false;
+  bool expired = false;
+  int generated = 0;
+  core::Stopwatch watch;
+  double prefill_ms = 0;
+  // Prefill once; choice 0 continues in `first`, the others in copies of its KV (a fork).
+  const int n = std::max(request.n, 1);
+  std::vector<Choice> choices(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    Choice& c = choices[static_cast<std::size_t>(i)];
+    c.seq = std::make_unique<kv::SequenceKv>(blocks_.get());
+    model::SamplingParams p = request.sampling;
+    p.seed += static_cast<std::uint64_t>(i);
+    c.sampler = model::Sampler(std::move(p));
+    c.sampler.SetPrompt(request.prompt);
+  }
+  SG_RETURN_IF_ERROR(forward_->RunOne(choices[0].seq.get(), request.prompt, &choices[0].logits));
+  for (int i = 1; i < n; ++i) {
+    SG_RETURN_IF_ERROR(ForkKv(*choices[0].seq, choices[static_cast<std::size_t>(i)].seq.get()));
+    choices[static_cast<std::size_t>(i)].logits = choices[0].logits;
+  }
+  prefill_ms = watch.ElapsedMillis();
+  watch.Reset();
+  int active = n;
+  std::vector<model::ForwardChunk> chunks;
+  while (active > 0) {
+    // Sample one token for every active choice from its logits, then run them all at once.
+    chunks.clear();
+    for (int i = 0; i < n; ++i) {
+      Choice& c = choices[static_cast<std::size_t>(i)];
+      if (!c.active) continue;
+      if (request.deadline.Expired()) {
+        expired = true;
+        break;
+      }
+      model::TokenLogprobs lp;
+      c.last = c.sampler.Sample(c.logits, &lp);
+      ++c.n_out;
+      ++generated;
+      const bool want_lp = request.sampling.logprobs >= 0;
+      bool go = on_token(GeneratedToken(c.last, i, want_lp ? &lp : nullptr)) && !cancelled_now();
+      if (!go) c.ended_by_client = true;
+      if (!request.ignore_eos && tokenizer().IsEog(c.last)) go = false;
+      if (c.n_out >= request.max_tokens) go = false;
+      if (c.seq->n_tokens() >= forward_->max_context()) go = false;  // context full: stop
+      if (!go) {
+        c.active = false;
+        --active;
+        continue;
+      }
+      model::ForwardChunk chunk;
+      chunk.kv = c.seq.get();
+      chunk.tokens = std::span<const std::int32_t>(&c.last, 1);
+      chunk.logits = &c.logits;
+      chunks.push_back(chunk);
     }
-    if (!on_token(token) || cancelled_now()) {
-      cancelled = true;
-      return false;
-    }
-    return true;
-  };
-  model::GenerateOptions options;
-  options.max_tokens = request.max_tokens;
-  options.sampling = request.sampling;
-  kv::SequenceKv seq(blocks_.get());
-  model::GenerateStats stats;
-  SG_ASSIGN_OR_RETURN(const std::vector<std::int32_t> tokens,
-                      model::Generate(*forward_, seq, request.prompt, options, &stats, callback));
+    if (expired || cancelled_now()) break;
+    if (!chunks.empty()) SG_RETURN_IF_ERROR(forward_->Run(chunks));
+  }
   if (expired) return DeadlineExceeded("request {} ran past its deadline", request.request_id);
-
+  bool cancelled = cancelled_now();
+  for (const Choice& c : choices) cancelled = cancelled || c.ended_by_client;
+  const std::int32_t last = choices[0].last;
   GenerationResult result;
   if (cancelled) {
     result.finish_reason = "cancelled";
-  } else if (!tokens.empty() && tokenizer().IsEog(tokens.back())) {
+  } else if (n == 1 && !request.ignore_eos && tokenizer().IsEog(last)) {
     result.finish_reason = "stop";
   } else {
     result.finish_reason = "length";
   }
   result.stats = {{"mode", "colocated"},
-                  {"n_prompt", stats.n_prompt},
-                  {"n_generated", stats.n_generated},
+                  {"n_prompt", request.prompt.size()},
+                  {"n_generated", generated},
+                  {"choices", n},
                   {"queue_ms", queue_ms},
-                  {"prefill_ms", stats.prefill_seconds * 1e3},
-                  {"decode_ms", stats.decode_seconds * 1e3}};
+                  {"prefill_ms", prefill_ms},
+                  {"decode_ms", watch.ElapsedMillis()}};
   return result;
 }
 

@@ -6,7 +6,11 @@
 // leaves the wait at once; a running one stops at its next token.
 //
 // Transfer modes: "" and "colocated" only; any other mode is kUnimplemented (HTTP 400).
-// Stats returned per request: mode, n_prompt, n_generated, queue_ms, prefill_ms, decode_ms.
+// Honours every sampling field (model/sampler.h: penalties, min_p, logit_bias, logprobs) and
+// ignore_eos. n > 1 choices share the prompt: it is prefilled once and its KV copied into each
+// choice's sequence (a fork), and the choices then decode together, one batch per step.
+// Stats returned per request: mode, n_prompt, n_generated (all choices), choices, queue_ms,
+// prefill_ms, decode_ms.
 //
 // Thread-safety: Generate() may be called from many threads; they are serialised.
 #pragma once
@@ -22,6 +26,7 @@
 #include "kv/block_pool.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "model/sampler.h"
 #include "server/completion_backend.h"
 
 namespace smartgen::server {
@@ -43,11 +48,27 @@ class ModelBackend final : public CompletionBackend {
   const tokenizer::Tokenizer& tokenizer() const override { return model_->tokenizer(); }
   std::string model_name() const override { return name_; }
   std::int64_t context_length() const override { return forward_->max_context(); }
+  BackendFeatures features() const override {
+    return {.logprobs = true, .logit_processing = true, .ignore_eos = true, .choices = true};
+  }
   Result<GenerationResult> Generate(const GenerationRequest& request,
                                     const TokenSink& on_token) override;
 
  private:
+  // One choice of a request: its own KV (a copy of the prompt's), sampler and logits.
+  struct Choice {
+    std::unique_ptr<kv::SequenceKv> seq;
+    model::Sampler sampler{model::SamplingParams{}};
+    std::vector<float> logits;
+    std::int32_t last = 0;
+    int n_out = 0;
+    bool active = true;
+    bool ended_by_client = false;  // on_token returned false
+  };
+
   ModelBackend() = default;
+  // Copies the KV of `from`'s positions into the empty `to`.
+  static Status ForkKv(const kv::SequenceKv& from, kv::SequenceKv* to);
 
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<core::ThreadPool> pool_;

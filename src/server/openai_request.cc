@@ -259,41 +259,143 @@ Status ParseMaxTokens(Checker& c, const json& body, CompletionRequest* r) {
   return Status::Ok();
 }
 
-// Known OpenAI fields asking for features this server does not have.
-Status RejectUnsupported(Checker& c, const json& body, Endpoint endpoint) {
-  std::optional<std::int64_t> n, best_of;
-  SG_RETURN_IF_ERROR(GetInt(c, body, "n", &n));
-  if (n && *n != 1) return c.Fail("n", "only n = 1 is supported");
-  SG_RETURN_IF_ERROR(GetInt(c, body, "best_of", &best_of));
-  if (best_of && *best_of != 1) return c.Fail("best_of", "only best_of = 1 is supported");
-  bool echo = false;
-  SG_RETURN_IF_ERROR(GetBool(c, body, "echo", &echo));
-  if (echo) return c.Fail("echo", "'echo' is not supported");
-  if (const json* v = Field(body, "logprobs")) {
-    const bool wanted = endpoint == Endpoint::kChatCompletions
-                            ? !v->is_boolean() || v->get<bool>()
-                            : !v->is_number_integer() || v->get<std::int64_t>() != 0;
-    if (wanted) return c.Fail("logprobs", "'logprobs' is not supported");
+// A number field within [lo, hi] (both inclusive unless `lo_open`), written to `*out`.
+Status GetBounded(Checker& c, const json& body, const char* key, double lo, double hi,
+                  bool lo_open, float* out) {
+  std::optional<double> v;
+  SG_RETURN_IF_ERROR(GetNumber(c, body, key, &v));
+  if (!v) return Status::Ok();
+  if ((lo_open ? !(*v > lo) : !(*v >= lo)) || *v > hi) {
+    return c.Fail(key, fmt::format("'{}' must be in {}{}, {}]", key, lo_open ? "(" : "[", lo, hi));
   }
-  if (const json* v = Field(body, "top_logprobs");
-      v && (!v->is_number_integer() || v->get<std::int64_t>() != 0)) {
-    return c.Fail("top_logprobs", "'top_logprobs' is not supported");
+  *out = static_cast<float>(*v);
+  return Status::Ok();
+}
+
+Status ParseLogitBias(Checker& c, const json& body, CompletionRequest* r) {
+  const json* v = Field(body, "logit_bias");
+  if (!v) return Status::Ok();
+  if (!v->is_object()) return c.WrongType("logit_bias", "an object", *v);
+  if (v->size() > kMaxLogitBias) {
+    return c.Fail("logit_bias", fmt::format("'logit_bias' takes at most {} tokens", kMaxLogitBias));
+  }
+  for (const auto& [key, bias] : v->items()) {
+    std::int64_t id = -1;
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        key.find_first_not_of("0123456789") == std::string::npos;
+    if (digits) id = std::stoll(key);
+    if (!digits || id > std::numeric_limits<std::int32_t>::max()) {
+      return c.Fail("logit_bias",
+                    fmt::format("'logit_bias' keys must be token ids, not '{}'", key));
+    }
+    if (!bias.is_number()) return c.WrongType("logit_bias", "an object of numbers", bias);
+    const double b = bias.get<double>();
+    if (!(b >= -100 && b <= 100)) {
+      return c.Fail("logit_bias", "'logit_bias' values must be in [-100, 100]");
+    }
+    r->sampling.logit_bias.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(b));
+  }
+  return Status::Ok();
+}
+
+Status ParseLogprobs(Checker& c, const json& body, CompletionRequest* r) {
+  std::optional<std::int64_t> top;
+  if (r->endpoint == Endpoint::kCompletions) {
+    SG_RETURN_IF_ERROR(GetInt(c, body, "logprobs", &top));
+    if (!top) return Status::Ok();
+    if (*top < 0 || *top > model::kMaxTopLogprobs) {
+      return c.Fail("logprobs",
+                    fmt::format("'logprobs' must be between 0 and {}", model::kMaxTopLogprobs));
+    }
+    r->sampling.logprobs = static_cast<int>(*top);
+    return Status::Ok();
+  }
+  bool wanted = false;
+  SG_RETURN_IF_ERROR(GetBool(c, body, "logprobs", &wanted));
+  SG_RETURN_IF_ERROR(GetInt(c, body, "top_logprobs", &top));
+  if (top && (*top < 0 || *top > model::kMaxTopLogprobs)) {
+    return c.Fail("top_logprobs",
+                  fmt::format("'top_logprobs' must be between 0 and {}", model::kMaxTopLogprobs));
+  }
+  if (top && !wanted) {
+    return c.Fail("top_logprobs", "'top_logprobs' needs 'logprobs' to be true");
+  }
+  if (wanted) r->sampling.logprobs = top ? static_cast<int>(*top) : 0;
+  return Status::Ok();
+}
+
+// The fields beyond the basic sampling ones: n, penalties, min_p, logit_bias, logprobs, echo,
+// ignore_eos.
+Status ParseExtras(Checker& c, const json& body, CompletionRequest* r) {
+  std::optional<std::int64_t> n;
+  SG_RETURN_IF_ERROR(GetInt(c, body, "n", &n));
+  if (n) {
+    if (*n < 1 || *n > kMaxChoices) {
+      return c.Fail("n", fmt::format("'n' must be between 1 and {}", kMaxChoices));
+    }
+    r->n = static_cast<int>(*n);
+  }
+  model::SamplingParams& p = r->sampling;
+  SG_RETURN_IF_ERROR(GetBounded(c, body, "presence_penalty", -2, 2, false, &p.presence_penalty));
+  SG_RETURN_IF_ERROR(GetBounded(c, body, "frequency_penalty", -2, 2, false, &p.frequency_penalty));
+  SG_RETURN_IF_ERROR(
+      GetBounded(c, body, "repetition_penalty", 0, 10, true, &p.repetition_penalty));
+  SG_RETURN_IF_ERROR(GetBounded(c, body, "min_p", 0, 1, false, &p.min_p));
+  SG_RETURN_IF_ERROR(ParseLogitBias(c, body, r));
+  SG_RETURN_IF_ERROR(ParseLogprobs(c, body, r));
+  SG_RETURN_IF_ERROR(GetBool(c, body, "ignore_eos", &r->ignore_eos));
+  if (r->endpoint == Endpoint::kCompletions) {
+    SG_RETURN_IF_ERROR(GetBool(c, body, "echo", &r->echo));
+    if (r->echo && r->sampling.logprobs >= 0) {
+      return c.Fail("logprobs",
+                    "'logprobs' with 'echo' (the prompt's log-probabilities) is not supported");
+    }
+  }
+  return Status::Ok();
+}
+
+// Known OpenAI (and vLLM) fields asking for features this server does not have.
+Status RejectUnsupported(Checker& c, const json& body, const CompletionRequest& r) {
+  std::optional<std::int64_t> best_of, min_tokens;
+  SG_RETURN_IF_ERROR(GetInt(c, body, "best_of", &best_of));
+  if (best_of && *best_of != 1 && *best_of != r.n) {
+    return c.Fail("best_of", "only best_of = 1 (or = n) is supported");
+  }
+  if (r.endpoint == Endpoint::kChatCompletions) {
+    bool echo = false;
+    SG_RETURN_IF_ERROR(GetBool(c, body, "echo", &echo));
+    if (echo) return c.Fail("echo", "'echo' is for completions only");
   }
   std::string suffix;
   SG_RETURN_IF_ERROR(GetString(c, body, "suffix", &suffix));
   if (!suffix.empty()) return c.Fail("suffix", "'suffix' is not supported");
-  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-    std::optional<double> penalty;
-    SG_RETURN_IF_ERROR(GetNumber(c, body, key, &penalty));
-    if (penalty && *penalty != 0) return c.Fail(key, fmt::format("'{}' is not supported", key));
+  for (const char* key : {"tools", "functions", "stop_token_ids"}) {
+    if (const json* v = Field(body, key)) {
+      if (!v->is_array()) return c.WrongType(key, "an array", *v);
+      if (!v->empty()) return c.Fail(key, fmt::format("'{}' is not supported", key));
+    }
   }
-  if (const json* v = Field(body, "logit_bias")) {
-    if (!v->is_object()) return c.WrongType("logit_bias", "an object", *v);
-    if (!v->empty()) return c.Fail("logit_bias", "'logit_bias' is not supported");
+  for (const char* key : {"tool_choice", "function_call"}) {
+    if (const json* v = Field(body, key); v && !(v->is_string() && *v == "none")) {
+      return c.Fail(key, fmt::format("'{}' is not supported (no tools)", key));
+    }
   }
-  if (const json* v = Field(body, "tools")) {
-    if (!v->is_array()) return c.WrongType("tools", "an array", *v);
-    if (!v->empty()) return c.Fail("tools", "tool calls are not supported");
+  for (const char* key : {"prompt_logprobs", "guided_json", "guided_regex", "guided_choice",
+                          "guided_grammar", "prediction", "audio"}) {
+    if (Field(body, key)) return c.Fail(key, fmt::format("'{}' is not supported", key));
+  }
+  bool beam = false;
+  SG_RETURN_IF_ERROR(GetBool(c, body, "use_beam_search", &beam));
+  if (beam) return c.Fail("use_beam_search", "beam search is not supported");
+  SG_RETURN_IF_ERROR(GetInt(c, body, "min_tokens", &min_tokens));
+  if (min_tokens && *min_tokens != 0) return c.Fail("min_tokens", "'min_tokens' is not supported");
+  if (const json* v = Field(body, "modalities")) {
+    if (!v->is_array()) return c.WrongType("modalities", "an array", *v);
+    for (const json& m : *v) {
+      if (!(m.is_string() && m == "text")) {
+        return c.Fail("modalities", "only the 'text' modality is supported");
+      }
+    }
   }
   if (const json* v = Field(body, "response_format")) {
     if (!v->is_object()) return c.WrongType("response_format", "an object", *v);
@@ -377,7 +479,8 @@ Result<CompletionRequest> ParseCompletionRequest(std::string_view body, Endpoint
   SG_RETURN_IF_ERROR(ParseSampling(c, doc, &r));
   SG_RETURN_IF_ERROR(ParseStop(c, doc, &r));
   SG_RETURN_IF_ERROR(ParseStreaming(c, doc, &r));
-  SG_RETURN_IF_ERROR(RejectUnsupported(c, doc, endpoint));
+  SG_RETURN_IF_ERROR(ParseExtras(c, doc, &r));
+  SG_RETURN_IF_ERROR(RejectUnsupported(c, doc, r));
   SG_RETURN_IF_ERROR(ParseExtension(c, doc, &r));
   std::string user;
   SG_RETURN_IF_ERROR(GetString(c, doc, "user", &user));  // accepted and unused

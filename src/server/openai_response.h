@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/openai_request.h"
 
@@ -38,21 +39,39 @@ struct Usage {
 
 nlohmann::json UsageJson(const Usage& usage);
 
-// The non-streaming response.
+// One choice of a non-streaming response; `logprobs` null when not asked (openai_logprobs.h).
+struct ChoiceBody {
+  std::string text;
+  std::string finish_reason;
+  nlohmann::json logprobs;
+};
+
+// The non-streaming response: choices[i] gets index i.
+nlohmann::json CompletionResponse(const ResponseHeader& header,
+                                  const std::vector<ChoiceBody>& choices, const Usage& usage,
+                                  const nlohmann::json& smartgen);
+// The same with one choice.
 nlohmann::json CompletionResponse(const ResponseHeader& header, std::string_view text,
                                   std::string_view finish_reason, const Usage& usage,
                                   const nlohmann::json& smartgen);
 
-// A streaming chunk with one choice. `text` is the delta; `role_chunk` (chat only) makes the
-// delta {"role": "assistant", "content": ""}; a non-empty finish_reason ends the choice (chat
-// delta {}). `with_null_usage` adds "usage": null (streams with include_usage).
+// A streaming chunk with one choice (`index`). `text` is the delta; `role_chunk` (chat only)
+// makes the delta {"role": "assistant", "content": ""}; a non-empty finish_reason ends the
+// choice (chat delta {}). `with_null_usage` adds "usage": null (streams with include_usage).
+// `logprobs`: the delta's tokens' object, or null.
 nlohmann::json ChoiceChunk(const ResponseHeader& header, std::string_view text,
-                           std::string_view finish_reason, bool role_chunk, bool with_null_usage);
+                           std::string_view finish_reason, bool role_chunk, bool with_null_usage,
+                           int index = 0, const nlohmann::json& logprobs = nullptr);
 
 // The last chunk of a stream with include_usage: "choices": [] and the usage.
 nlohmann::json UsageChunk(const ResponseHeader& header, const Usage& usage);
 
-// GET /v1/models.
+// GET /v1/models/{id}: one model object.
+nlohmann::json ModelCard(std::string_view model, std::int64_t created,
+                         std::int64_t context_length);
+// GET /v1/models: every name the model is served under.
+nlohmann::json ModelList(const std::vector<std::string>& models, std::int64_t created,
+                         std::int64_t context_length);
 nlohmann::json ModelList(std::string_view model, std::int64_t created, std::int64_t context_length);
 
 // JSON text on one line. Invalid UTF-8 (possible in generated text) becomes U+FFFD instead of

@@ -75,13 +75,35 @@ TEST(HttpErrors, WrongFieldTypesAndValuesAre400NamingTheField) {
       {"/v1/completions", {{"prompt", "x"}, {"stop", 5}}, "stop"},
       {"/v1/completions", {{"prompt", "x"}, {"stop", {"a", 1}}}, "stop"},
       {"/v1/completions", {{"prompt", "x"}, {"stop", ""}}, "stop"},
-      {"/v1/completions", {{"prompt", "x"}, {"n", 2}}, "n"},
+      {"/v1/completions", {{"prompt", "x"}, {"n", 0}}, "n"},
+      {"/v1/completions", {{"prompt", "x"}, {"n", 17}}, "n"},
       {"/v1/completions", {{"prompt", "x"}, {"n", "1"}}, "n"},
       {"/v1/completions", {{"prompt", "x"}, {"best_of", 3}}, "best_of"},
-      {"/v1/completions", {{"prompt", "x"}, {"echo", true}}, "echo"},
+      {"/v1/completions", {{"prompt", "x"}, {"echo", 1}}, "echo"},
+      {"/v1/completions", {{"prompt", "x"}, {"logprobs", 21}}, "logprobs"},
+      {"/v1/completions", {{"prompt", "x"}, {"logprobs", true}}, "logprobs"},
+      {"/v1/completions", {{"prompt", "x"}, {"echo", true}, {"logprobs", 1}}, "logprobs"},
+      {"/v1/completions", {{"prompt", "x"}, {"presence_penalty", 2.5}}, "presence_penalty"},
+      {"/v1/completions", {{"prompt", "x"}, {"frequency_penalty", -3}}, "frequency_penalty"},
+      {"/v1/completions", {{"prompt", "x"}, {"repetition_penalty", 0}}, "repetition_penalty"},
+      {"/v1/completions", {{"prompt", "x"}, {"min_p", 1.5}}, "min_p"},
+      {"/v1/completions", {{"prompt", "x"}, {"logit_bias", {{"abc", 5}}}}, "logit_bias"},
+      {"/v1/completions", {{"prompt", "x"}, {"logit_bias", {{"1", 101}}}}, "logit_bias"},
+      {"/v1/completions", {{"prompt", "x"}, {"logit_bias", {{"1", "5"}}}}, "logit_bias"},
+      {"/v1/completions", {{"prompt", "x"}, {"logit_bias", {{"99999", 5}}}}, "logit_bias"},
+      {"/v1/completions", {{"prompt", "x"}, {"ignore_eos", "yes"}}, "ignore_eos"},
+      {"/v1/completions", {{"prompt", "x"}, {"suffix", "end"}}, "suffix"},
+      {"/v1/completions", {{"prompt", "x"}, {"min_tokens", 3}}, "min_tokens"},
+      {"/v1/completions", {{"prompt", "x"}, {"use_beam_search", true}}, "use_beam_search"},
+      {"/v1/completions", {{"prompt", "x"}, {"stop_token_ids", {2}}}, "stop_token_ids"},
+      {"/v1/completions", {{"prompt", "x"}, {"guided_json", {{"type", "object"}}}}, "guided_json"},
+      // This backend (features() none) honours none of these: refused, never ignored.
       {"/v1/completions", {{"prompt", "x"}, {"logprobs", 2}}, "logprobs"},
       {"/v1/completions", {{"prompt", "x"}, {"presence_penalty", 0.5}}, "presence_penalty"},
+      {"/v1/completions", {{"prompt", "x"}, {"repetition_penalty", 1.1}}, "repetition_penalty"},
+      {"/v1/completions", {{"prompt", "x"}, {"min_p", 0.1}}, "min_p"},
       {"/v1/completions", {{"prompt", "x"}, {"logit_bias", {{"1", 5}}}}, "logit_bias"},
+      {"/v1/completions", {{"prompt", "x"}, {"ignore_eos", true}}, "ignore_eos"},
       {"/v1/completions", {{"prompt", "x"}, {"smartgen", "fast"}}, "smartgen"},
       {"/v1/completions", {{"prompt", "x"}, {"smartgen", {{"mode", 1}}}}, "smartgen.mode"},
       {"/v1/chat/completions", {{"prompt", "x"}}, "messages"},
@@ -101,6 +123,13 @@ TEST(HttpErrors, WrongFieldTypesAndValuesAre400NamingTheField) {
        {{"messages", msgs}, {"max_completion_tokens", -1}},
        "max_completion_tokens"},
       {"/v1/chat/completions", {{"messages", msgs}, {"logprobs", true}}, "logprobs"},
+      {"/v1/chat/completions", {{"messages", msgs}, {"logprobs", 2}}, "logprobs"},
+      {"/v1/chat/completions", {{"messages", msgs}, {"top_logprobs", 2}}, "top_logprobs"},
+      {"/v1/chat/completions",
+       {{"messages", msgs}, {"logprobs", true}, {"top_logprobs", 21}},
+       "top_logprobs"},
+      {"/v1/chat/completions", {{"messages", msgs}, {"echo", true}}, "echo"},
+      {"/v1/chat/completions", {{"messages", msgs}, {"tool_choice", "auto"}}, "tool_choice"},
       {"/v1/chat/completions", {{"messages", msgs}, {"tools", {{{"type", "function"}}}}}, "tools"},
   };
   for (const Case& c : cases) {
@@ -190,7 +219,7 @@ TEST(HttpErrors, UnknownModelIs404AndUnknownRouteIs404) {
   ExpectError(Get(s.port(), "/v1/nothing"), 404, "invalid_request_error", "", "unknown_route");
   ExpectError(Get(s.port(), "/v1/completions"), 404, "invalid_request_error", "", "unknown_route");
   HttpServerOptions options;
-  options.served_model_name = "my-model";
+  options.served_model_names = {"my-model"};
   ScriptedServer named(options);
   EXPECT_EQ(
       PostJson(named.port(), "/v1/completions", {{"prompt", "x"}, {"model", "my-model"}}).status,

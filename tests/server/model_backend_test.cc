@@ -48,8 +48,8 @@ class ModelBackendTest : public ::testing::Test {
     g.prompt = prompt;
     g.max_tokens = n;
     std::vector<std::int32_t> out;
-    const auto r = backend_->Generate(g, [&](std::int32_t t) {
-      out.push_back(t);
+    const auto r = backend_->Generate(g, [&](const GeneratedToken& t) {
+      out.push_back(t.id);
       return true;
     });
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -146,7 +146,7 @@ TEST_F(ModelBackendTest, CancelSignalEndsAWaitForTheEngineAndARunningRequest) {
   holder.cancel = std::make_shared<CancelSignal>();
   int held_tokens = 0;
   auto running = std::async(std::launch::async, [&] {
-    return backend_->Generate(holder, [&](std::int32_t) {
+    return backend_->Generate(holder, [&](const GeneratedToken&) {
       if (++held_tokens == 1) first_token.set_value();
       const core::Deadline limit = core::Deadline::After(core::Seconds(10));
       while (!release && !limit.Expired())
@@ -161,7 +161,7 @@ TEST_F(ModelBackendTest, CancelSignalEndsAWaitForTheEngineAndARunningRequest) {
   waiter.deadline = core::Deadline::After(core::Seconds(20));
   waiter.cancel = std::make_shared<CancelSignal>();
   auto waiting = std::async(std::launch::async, [&] {
-    return backend_->Generate(waiter, [](std::int32_t) { return true; });
+    return backend_->Generate(waiter, [](const GeneratedToken&) { return true; });
   });
   EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
   waiter.cancel->Cancel();

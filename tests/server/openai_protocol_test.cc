@@ -1,6 +1,8 @@
 // Request parsing, response shapes, error mapping and the API-key check, without sockets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "server/api_error.h"
 #include "server/auth.h"
 #include "server/openai_request.h"
@@ -14,6 +16,80 @@ using nlohmann::json;
 Result<CompletionRequest> Parse(const json& body, Endpoint endpoint = Endpoint::kCompletions,
                                 std::string* param = nullptr) {
   return ParseCompletionRequest(body.dump(), endpoint, param);
+}
+
+TEST(OpenAiRequest, SamplingExtrasAreParsed) {
+  auto r = Parse({{"prompt", "hi"},
+                  {"n", 3},
+                  {"presence_penalty", 0.5},
+                  {"frequency_penalty", -1},
+                  {"repetition_penalty", 1.2},
+                  {"min_p", 0.1},
+                  {"logit_bias", {{"7", -100}, {"42", 2.5}}},
+                  {"logprobs", 4},
+                  {"ignore_eos", true},
+                  {"echo", true}});
+  ASSERT_FALSE(r.ok());  // echo with logprobs: the prompt's logprobs are not computed
+  std::string param;
+  r = Parse({{"prompt", "hi"},
+             {"n", 3},
+             {"presence_penalty", 0.5},
+             {"frequency_penalty", -1},
+             {"repetition_penalty", 1.2},
+             {"min_p", 0.1},
+             {"logit_bias", {{"7", -100}, {"42", 2.5}}},
+             {"logprobs", 4},
+             {"ignore_eos", true}},
+            Endpoint::kCompletions, &param);
+  ASSERT_TRUE(r.ok()) << r.status().ToString() << " " << param;
+  EXPECT_EQ(r->n, 3);
+  EXPECT_FLOAT_EQ(r->sampling.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r->sampling.frequency_penalty, -1.0f);
+  EXPECT_FLOAT_EQ(r->sampling.repetition_penalty, 1.2f);
+  EXPECT_FLOAT_EQ(r->sampling.min_p, 0.1f);
+  const std::vector<std::pair<std::int32_t, float>> bias = {{42, 2.5f}, {7, -100.0f}};
+  auto got = r->sampling.logit_bias;
+  std::sort(got.begin(), got.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  EXPECT_EQ(got, bias);
+  EXPECT_EQ(r->sampling.logprobs, 4);
+  EXPECT_TRUE(r->ignore_eos);
+  EXPECT_FALSE(r->echo);
+  // Chat: logprobs is a boolean, top_logprobs the count.
+  const json msgs = {{{"role", "user"}, {"content", "hi"}}};
+  r = Parse({{"messages", msgs}, {"logprobs", true}, {"top_logprobs", 5}},
+            Endpoint::kChatCompletions);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->sampling.logprobs, 5);
+  r = Parse({{"messages", msgs}, {"logprobs", true}}, Endpoint::kChatCompletions);
+  EXPECT_EQ(r->sampling.logprobs, 0);
+  r = Parse({{"messages", msgs}, {"logprobs", false}}, Endpoint::kChatCompletions);
+  EXPECT_EQ(r->sampling.logprobs, -1);
+  // Defaults: nothing changes the logits.
+  r = Parse({{"prompt", "hi"}});
+  EXPECT_FALSE(r->sampling.AdjustsLogits());
+  EXPECT_EQ(r->sampling.logprobs, -1);
+  EXPECT_EQ(r->n, 1);
+  r = Parse({{"prompt", "hi"}, {"echo", true}, {"best_of", 2}, {"n", 2}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->echo);
+}
+
+TEST(OpenAiResponse, ChoicesAndLogprobsInPlace) {
+  const ResponseHeader h{Endpoint::kCompletions, "cmpl-1", 5, "m"};
+  const json r = CompletionResponse(
+      h, {{"a", "stop", nullptr}, {"b", "length", {{"tokens", json::array()}}}}, {3, 2}, nullptr);
+  ASSERT_EQ(r["choices"].size(), 2u);
+  EXPECT_EQ(r["choices"][1]["index"], 1);
+  EXPECT_EQ(r["choices"][1]["text"], "b");
+  EXPECT_EQ(r["choices"][1]["logprobs"]["tokens"], json::array());
+  EXPECT_TRUE(r["choices"][0]["logprobs"].is_null());
+  const json chunk = ChoiceChunk(h, "x", "", false, false, 3, {{"k", 1}});
+  EXPECT_EQ(chunk["choices"][0]["index"], 3);
+  EXPECT_EQ(chunk["choices"][0]["logprobs"]["k"], 1);
+  const json models = ModelList(std::vector<std::string>{"a", "b/c"}, 5, 64);
+  ASSERT_EQ(models["data"].size(), 2u);
+  EXPECT_EQ(models["data"][1]["id"], "b/c");
+  EXPECT_EQ(ModelCard("a", 5, 64)["max_model_len"], 64);
 }
 
 TEST(OpenAiRequest, CompletionDefaultsAndFields) {

@@ -96,6 +96,16 @@ GenerationRequest ScriptedBackend::last_request() const {
   return last_request_;
 }
 
+void ScriptedBackend::SetFeatures(BackendFeatures features) {
+  std::lock_guard<std::mutex> lock(mu_);
+  features_ = features;
+}
+
+BackendFeatures ScriptedBackend::features() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return features_;
+}
+
 Result<GenerationResult> ScriptedBackend::Generate(const GenerationRequest& request,
                                                    const TokenSink& on_token) {
   calls_.fetch_add(1);
@@ -109,6 +119,7 @@ Result<GenerationResult> ScriptedBackend::Generate(const GenerationRequest& requ
   } leave{in_flight_};
 
   Script script;
+  const BackendFeatures features = this->features();
   // Counted once per request, and wakes the gate (lock order: signal, then mu_).
   CancelSignal::Subscription on_cancel;
   if (request.cancel) {
@@ -152,12 +163,20 @@ Result<GenerationResult> ScriptedBackend::Generate(const GenerationRequest& requ
     if (delay > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(delay));
     if (request.deadline.Expired()) return DeadlineExceeded("scripted request timed out");
     const std::int32_t token = endless ? 'a' + (offset + i) % 26 : script.tokens[i];
-    if (!on_token(token)) {
+    model::TokenLogprobs lp;
+    const bool with_lp = features.logprobs && request.sampling.logprobs >= 0;
+    if (with_lp) {
+      lp.logprob = -0.25f * static_cast<float>(i + 1);
+      for (int k = 0; k < request.sampling.logprobs; ++k) {
+        lp.top.emplace_back(token + k, lp.logprob - static_cast<float>(k));
+      }
+    }
+    if (!on_token(GeneratedToken(token, 0, with_lp ? &lp : nullptr))) {
       cancellations_.fetch_add(1);
       result.finish_reason = "cancelled";
       return result;
     }
-    if (tokenizer_->IsEog(token)) {
+    if (tokenizer_->IsEog(token) && !(features.ignore_eos && request.ignore_eos)) {
       result.finish_reason = "stop";
       return result;
     }

@@ -55,10 +55,14 @@ class ScriptedBackend final : public CompletionBackend {
   void CloseGate();
   void OpenGate();
   void SetHealth(Status health);
+  // What features() reports (default: none). With logprobs, token i of a request gets
+  // logprob -(i + 1) / 4 and top entries (token + k, logprob - k), k < sampling.logprobs.
+  void SetFeatures(BackendFeatures features);
 
   const tokenizer::Tokenizer& tokenizer() const override { return *tokenizer_; }
   std::string model_name() const override { return "scripted"; }
   std::int64_t context_length() const override { return context_length_; }
+  BackendFeatures features() const override;
   Result<GenerationResult> Generate(const GenerationRequest& request,
                                     const TokenSink& on_token) override;
   Status Health() const override;
@@ -81,6 +85,7 @@ class ScriptedBackend final : public CompletionBackend {
   bool gate_open_ = true;
   Script script_;
   Status health_;
+  BackendFeatures features_;
   GenerationRequest last_request_;
   std::atomic<int> calls_{0}, cancellations_{0}, in_flight_{0}, max_in_flight_{0};
   std::atomic<int> cancel_signals_{0};

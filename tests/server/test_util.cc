@@ -91,6 +91,23 @@ StreamReply PostStream(int port, const std::string& path, const json& body,
   return reply;
 }
 
+// The series without its model_name="..." label (every server series has one).
+static std::string WithoutModelName(std::string series) {
+  const std::size_t at = series.find("model_name=\"");
+  if (at == std::string::npos) return series;
+  const std::size_t close = series.find('"', at + 12);
+  if (close == std::string::npos) return series;
+  std::size_t end = close + 1;
+  if (end < series.size() && series[end] == ',') ++end;
+  series.erase(at, end - at);
+  if (series.size() >= 2 && series.compare(series.size() - 2, 2, "{}") == 0) {
+    series.resize(series.size() - 2);
+  } else if (series.size() >= 2 && series.compare(series.size() - 2, 2, ",}") == 0) {
+    series.erase(series.size() - 2, 1);
+  }
+  return series;
+}
+
 std::map<std::string, double> ParseMetrics(const std::string& text) {
   std::map<std::string, double> out;
   std::size_t start = 0;
@@ -109,7 +126,7 @@ std::map<std::string, double> ParseMetrics(const std::string& text) {
       ADD_FAILURE() << "malformed metrics line: " << line;
       continue;
     }
-    const std::string series = line.substr(0, space);
+    const std::string series = WithoutModelName(line.substr(0, space));
     const std::string value = line.substr(space + 1);
     char* parse_end = nullptr;
     double v = std::strtod(value.c_str(), &parse_end);

@@ -49,7 +49,8 @@ struct StreamReply {
 StreamReply PostStream(int port, const std::string& path, const json& body,
                        const httplib::Headers& headers = {});
 
-// {"name{labels}": value} of every sample; ADD_FAILUREs on a malformed line.
+// {"name{labels}": value} of every sample; ADD_FAILUREs on a malformed line. The model_name
+// label every server series carries is left out of the keys (lookups name the others).
 std::map<std::string, double> ParseMetrics(const std::string& text);
 double Metric(const std::map<std::string, double>& metrics, const std::string& series);
 
