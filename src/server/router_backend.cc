@@ -13,6 +13,7 @@ Result<GenerationResult> RouterBackend::Generate(const GenerationRequest& reques
   rq.spec.prompt = request.prompt;
   rq.spec.max_tokens = request.max_tokens;
   rq.spec.sampling = request.sampling;
+  rq.spec.stop_at_eog = !request.ignore_eos;
   rq.mode = request.transfer_mode;
   if (request.extension.is_object()) {
     const nlohmann::json& ext = request.extension;

@@ -1,6 +1,6 @@
 // RouterBackend: serves a node::Router through the HTTP API (CompletionBackend).
 // The router is the disaggregated deployment's front; this adapter maps request fields and
-// the `smartgen` extension (mode, options) onto it.
+// the `smartgen` extension (mode, options, ignore_eos, forced_tokens) onto it.
 #pragma once
 
 #include <memory>
@@ -17,6 +17,11 @@ class RouterBackend final : public CompletionBackend {
   const tokenizer::Tokenizer& tokenizer() const override { return router_->model().tokenizer(); }
   std::string model_name() const override;
   std::int64_t context_length() const override { return router_->context_length(); }
+  // The sampling fields travel to both nodes in node::GenerationSpec; n > 1 is n routed
+  // requests (the prompt's KV is not shared across them: each is prefilled on a prefill node).
+  BackendFeatures features() const override {
+    return {.logprobs = false, .logit_processing = true, .ignore_eos = true, .choices = false};
+  }
   Result<GenerationResult> Generate(const GenerationRequest& request,
                                             const TokenSink& on_token) override;
   Status Health() const override { return router_->Health(); }

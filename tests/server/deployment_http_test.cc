@@ -224,5 +224,49 @@ TEST_F(HttpDeployment, KillingAPrefillNodeStillAnswersCorrectly) {
   })) << testing::Get(server_->port(), "/health").body;
 }
 
+// The sampling fields beyond the basics travel to both nodes (node::GenerationSpec): every
+// transfer mode draws the same tokens with them, and not the tokens drawn without them; n = 2
+// through the router is two routed requests, choice i drawn with seed + i.
+TEST_F(HttpDeployment, SamplingFieldsAndChoicesWorkInEveryMode) {
+  const auto prompt = Prompt(120, 4);
+  auto body = [&](const char* mode, bool with_fields, int n, int seed) {
+    json ext = {{"mode", mode}, {"return_token_ids", true}};
+    if (std::string(mode) == "smartgen") {
+      ext["options"] = {{"budget_fraction", 1.0}, {"proactive_ratio", 8.0}};
+    }
+    json b = {{"prompt", prompt}, {"max_tokens", 10}, {"temperature", 0.9}, {"seed", seed},
+              {"n", n}, {"ignore_eos", true}, {"smartgen", ext}};
+    if (with_fields) {
+      b["presence_penalty"] = 0.8;
+      b["frequency_penalty"] = 0.6;
+      b["repetition_penalty"] = 1.3;
+      b["min_p"] = 0.02;
+      b["logit_bias"] = {{"40", 4.0}, {"41", -100}};
+    }
+    return b;
+  };
+  std::vector<json> outputs;
+  for (const char* mode : {"colocated", "full", "layerwise", "smartgen", "auto"}) {
+    const testing::HttpReply r = testing::PostJson(server_->port(), "/v1/completions",
+                                                   body(mode, true, 2, 11));
+    ASSERT_EQ(r.status, 200) << mode << ": " << r.body;
+    ASSERT_EQ(r.body_json["choices"].size(), 2u) << mode;
+    outputs.push_back(r.body_json["smartgen"]["choices_token_ids"]);
+    ASSERT_EQ(outputs.back().size(), 2u);
+    EXPECT_EQ(outputs.back()[0].size(), 10u) << mode;
+    for (const json& id : outputs.back()[0]) EXPECT_NE(id, 41) << mode;  // bias -100
+  }
+  for (std::size_t i = 1; i < outputs.size(); ++i) EXPECT_EQ(outputs[i], outputs[0]) << i;
+  // Choice 1 is the single request with seed + 1; the plain request draws other tokens.
+  const testing::HttpReply one =
+      testing::PostJson(server_->port(), "/v1/completions", body("layerwise", true, 1, 12));
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(one.body_json["smartgen"]["token_ids"], outputs[0][1]);
+  const testing::HttpReply plain =
+      testing::PostJson(server_->port(), "/v1/completions", body("layerwise", false, 1, 11));
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  EXPECT_NE(plain.body_json["smartgen"]["token_ids"], outputs[0][0]);
+}
+
 }  // namespace
 }  // namespace smartgen::server

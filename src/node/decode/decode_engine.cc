@@ -167,6 +167,8 @@ void DecodeEngine::Admit(std::vector<std::unique_ptr<Seq>>* waiting) {
       seq->last_token = seq->job.spec.Emitted(0, r.first_token);
       seq->n_out = 1;
       seq->sampler = model::Sampler(seq->job.spec.sampling, 1);
+      seq->sampler.SetPrompt(seq->job.spec.prompt);  // the penalties see the prompt and token 0
+      seq->sampler.Accept(seq->last_token);
       std::string reason;
       if (Done(*seq, seq->last_token, &reason)) {
         Finish(*seq, Status::Ok(), reason);
@@ -187,6 +189,7 @@ bool DecodeEngine::PrefillLocally(Seq& s) {
     return false;
   }
   s.sampler = model::Sampler(s.job.spec.sampling, 0);
+  s.sampler.SetPrompt(s.job.spec.prompt);
   s.own_picks.clear();
   const std::int32_t token = s.Pick(0);
   s.last_token = token;

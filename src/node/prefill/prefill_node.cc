@@ -423,6 +423,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
     }
   }
   model::Sampler sampler(call.spec.sampling, 0);
+  sampler.SetPrompt(call.spec.prompt);  // repetition_penalty sees the prompt
   const std::int32_t first = sampler.Sample(logits);
   if (Status st = SendControl(peer, ControlMessage::PrefillDone(id, first, n_prompt)); !st.ok()) {
     return fail(st);
