@@ -1,5 +1,7 @@
 #include "transfer/tcp/tcp_connection.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
@@ -32,6 +34,13 @@ std::size_t Advance(iovec* iov, std::size_t count, std::size_t first, std::size_
 }  // namespace
 
 Result<std::unique_ptr<TcpConnection>> TcpConnection::Create(UniqueFd socket) {
+  // Keep little unsent data in the kernel: past kMaxUnsentBytes a send waits (EPOLLOUT comes
+  // when the unsent part drains below it). The engine's queue, not the socket buffer, then
+  // holds the backlog, so a high-priority frame (on-demand) overtakes what is queued instead of
+  // waiting behind megabytes the socket took earlier, and the endpoint's measured link rate is
+  // the link's, not how fast the socket buffer filled.
+  const int unsent = kMaxUnsentBytes;
+  setsockopt(socket.get(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &unsent, sizeof(unsent));
   SG_ASSIGN_OR_RETURN(WakeFd wake, WakeFd::Create());
   SG_ASSIGN_OR_RETURN(EpollWaiter send_waiter,
                       EpollWaiter::Create(socket.get(), EPOLLOUT, wake.fd()));

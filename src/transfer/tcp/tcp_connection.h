@@ -18,6 +18,8 @@ namespace smartgen::transfer {
 
 class TcpConnection final : public Connection {
  public:
+  // Unsent bytes the kernel may hold per socket (TCP_NOTSENT_LOWAT); see Create.
+  static constexpr int kMaxUnsentBytes = 128 * 1024;
   // Takes a connected non-blocking socket.
   static Result<std::unique_ptr<TcpConnection>> Create(UniqueFd socket);
   ~TcpConnection() override;
