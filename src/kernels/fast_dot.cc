@@ -2,12 +2,14 @@
 // activation quantizer and preparation, the scalar twins, and the choice of kernel.
 #include <atomic>
 #include <cmath>
+#include <cstring>
 
 #include "core/cpu_features.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "kernels/fp16.h"
 #include "kernels/quant.h"
+#include "kernels/quant_more.h"
 
 namespace smartgen::kernels {
 namespace {
@@ -48,17 +50,22 @@ MatVecFn FastDotKernel(const KernelTable& table, gguf::GgmlType type) {
 
 MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, PrepareActFn* prepare) {
   if (!g_fast_dot.load(std::memory_order_relaxed)) return nullptr;
-  const bool q8 = type == gguf::GgmlType::kQ8_0, q4 = type == gguf::GgmlType::kQ4_0;
-  if (!q8 && !q4) return nullptr;
+  const int kind = type == gguf::GgmlType::kQ8_0   ? 0
+                   : type == gguf::GgmlType::kQ4_0 ? 1
+                   : type == gguf::GgmlType::kQ5_0 ? 2
+                                                   : -1;
+  if (kind < 0) return nullptr;
 #if defined(SMARTGEN_KERNELS_X86)
   if (table.isa == Isa::kAvx512 && core::GetCpuFeatures().avx512vnni) {
     *prepare = avx512vnni::PrepareActQ8;
-    return q8 ? avx512vnni::MatVecQ8_0 : avx512vnni::MatVecQ4_0;
+    const MatVecActFn fns[] = {avx512vnni::MatVecQ8_0, avx512vnni::MatVecQ4_0, avx512vnni::MatVecQ5_0};
+    return fns[kind];
   }
 #endif
   if (table.isa == Isa::kScalar) {
     *prepare = scalar::PrepareActQ8;
-    return q8 ? scalar::MatVecQ8_0Act : scalar::MatVecQ4_0Act;
+    const MatVecActFn fns[] = {scalar::MatVecQ8_0Act, scalar::MatVecQ4_0Act, scalar::MatVecQ5_0Act};
+    return fns[kind];
   }
   return nullptr;
 }
@@ -113,6 +120,31 @@ void MatVecQ4_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, cons
       const float dw = F16ToF32(blocks[b].d);
       sum += (dw * x.d[b]) * static_cast<float>(isum);
       offset += dw * x.sum8[b];
+    }
+    y[r] = sum - offset;
+  }
+}
+
+// Q5_0: as Q4_0 with a fifth bit (qh) and an offset of 16.
+void MatVecQ5_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x,
+                   float* y, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t nb = cols / 32;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const auto* blocks = reinterpret_cast<const BlockQ5_0*>(static_cast<const std::byte*>(w) + r * row_bytes);
+    float sum = 0.0f, offset = 0.0f;
+    for (std::int64_t b = 0; b < nb; ++b) {
+      std::uint32_t qh;
+      std::memcpy(&qh, blocks[b].qh, 4);
+      std::int32_t isum = 0;
+      const std::int8_t* q = x.q + b * 32;
+      for (int j = 0; j < 16; ++j) {
+        const int lo = (blocks[b].qs[j] & 15) | static_cast<int>(((qh >> j) & 1) << 4);
+        const int hi = (blocks[b].qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+        isum += lo * q[j] + hi * q[j + 16];
+      }
+      const float dw = F16ToF32(blocks[b].d);
+      sum += (dw * x.d[b]) * static_cast<float>(isum);
+      offset += (2.0f * dw) * x.sum8[b];
     }
     y[r] = sum - offset;
   }

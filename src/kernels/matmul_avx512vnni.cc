@@ -1,7 +1,7 @@
-// Q8_0 and Q4_0 x Q8_0 GEMVs with AVX-512 VNNI (vpdpbusd), behind kernels::SetFastDot
+// Q8_0, Q4_0 and Q5_0 x Q8_0 GEMVs with AVX-512 VNNI (vpdpbusd), behind kernels::SetFastDot
 // (matmul.h), on activations prepared once per pass (ActQ8, kernel_table.h; PrepareActQ8 here is
 // bit for bit scalar::PrepareActQ8). Each 32-weight block is one integer dot scaled by
-// d_w * d_x. Twins: scalar::MatVecQ8_0Act, scalar::MatVecQ4_0Act (fast_dot.cc). Compiled with
+// d_w * d_x. Twins: scalar::MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act (fast_dot.cc). Compiled with
 // -mavx512vnni; chosen only when the CPU has it (FastDotActKernel).
 #include <immintrin.h>
 
@@ -16,6 +16,7 @@ namespace {
 constexpr int kBlock = 32;          // Q8_0 / Q4_0 block
 constexpr int kQ8BlockBytes = 34;   // f16 scale + 32 int8
 constexpr int kQ4BlockBytes = 18;   // f16 scale + 16 bytes of nibbles
+constexpr int kQ5BlockBytes = 22;   // f16 scale + 32 high bits + 16 bytes of nibbles
 // Rows of a pass are far apart: prefetch what the pass kPrefetchRows rows later reads (as the
 // f32 GEMVs do, matmul_simd-inl.h), into every cache level.
 constexpr int kPrefetchRows = 12;
@@ -84,43 +85,55 @@ __m256i NibblesQ4(const std::byte* blk) {
   return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
 }
 
-// Q4_0: the nibbles (0..15) are the u8 operand and q the s8 one; the offset of 8 per weight is
-// d_w * sum8 per block, summed apart.
-template <int R, bool kPair>
+// A Q5_0 block's 32 weights as u8 in element order: nibbles at qs (blk + 6) as Q4_0's, bit e of
+// the 32-bit qh (blk + 2) as 16 on element e.
+__m256i ValuesQ5(const std::byte* blk) {
+  std::uint32_t qh;
+  std::memcpy(&qh, blk + 2, 4);
+  return _mm256_or_si256(NibblesQ4(blk + 4), _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(16)));
+}
+
+// Q4_0 (kFive false) and Q5_0: the unsigned values (0..15, 0..31) are the u8 operand and q the
+// s8 one; the offset of 8 (16) per weight is d_w * sum8 (2 d_w sum8) per block, summed apart.
+template <int R, bool kPair, bool kFive>
 inline void StepQ4(const std::byte* w, std::size_t row_bytes, std::int64_t b, const ActQ8& x,
                    __m512* acc, float* offset) {
+  constexpr int kBytes = kFive ? kQ5BlockBytes : kQ4BlockBytes;
+  const auto values = [](const std::byte* blk) { return kFive ? ValuesQ5(blk) : NibblesQ4(blk); };
   const __m512i zero = _mm512_setzero_si512();
   const __m512i xq =
       kPair ? _mm512_loadu_si512(x.q + b * kBlock)
             : _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b * kBlock)));
   for (int i = 0; i < R; ++i) {
-    const std::byte* blk = w + i * row_bytes + b * kQ4BlockBytes;
+    const std::byte* blk = w + i * row_bytes + b * kBytes;
     __builtin_prefetch(blk + kPrefetchRows * row_bytes, 0, 3);
     const float d0 = HalfAt(blk);
     __m512i wq;
     float s1 = 0.0f;
+    // d_w * sum8, or twice that for Q5_0's offset of 16 (exact: a power of two).
+    const float o0 = kFive ? 2.0f * d0 : d0;
     if constexpr (kPair) {
-      const float d1 = HalfAt(blk + kQ4BlockBytes);
-      wq = _mm512_inserti64x4(_mm512_castsi256_si512(NibblesQ4(blk)), NibblesQ4(blk + kQ4BlockBytes), 1);
+      const float d1 = HalfAt(blk + kBytes);
+      wq = _mm512_inserti64x4(_mm512_castsi256_si512(values(blk)), values(blk + kBytes), 1);
       s1 = d1 * x.d[b + 1];
-      offset[i] += d0 * x.sum8[b] + d1 * x.sum8[b + 1];
+      offset[i] += o0 * x.sum8[b] + (kFive ? 2.0f * d1 : d1) * x.sum8[b + 1];
     } else {
-      wq = _mm512_zextsi256_si512(NibblesQ4(blk));
-      offset[i] += d0 * x.sum8[b];
+      wq = _mm512_zextsi256_si512(values(blk));
+      offset[i] += o0 * x.sum8[b];
     }
     const __m512i dot = _mm512_dpbusd_epi32(zero, wq, xq);
     acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), PairScale(d0 * x.d[b], s1), acc[i]);
   }
 }
 
-template <int R>
+template <int R, bool kFive>
 void RowsQ4(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const ActQ8& x, float* y) {
   __m512 acc[R];
   float offset[R];
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps(), offset[i] = 0.0f;
   std::int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) StepQ4<R, true>(w, row_bytes, b, x, acc, offset);
-  if (b < nb) StepQ4<R, false>(w, row_bytes, b, x, acc, offset);
+  for (; b + 2 <= nb; b += 2) StepQ4<R, true, kFive>(w, row_bytes, b, x, acc, offset);
+  if (b < nb) StepQ4<R, false, kFive>(w, row_bytes, b, x, acc, offset);
   for (int i = 0; i < R; ++i) y[i] = _mm512_reduce_add_ps(acc[i]) - offset[i];
 }
 
@@ -160,8 +173,17 @@ void MatVecQ4_0(const void* w, std::size_t row_bytes, std::int64_t cols, const A
   const std::int64_t nb = cols / kBlock;
   const auto* base = static_cast<const std::byte*>(w);
   std::int64_t r = r0;
-  for (; r + 8 <= r1; r += 8) RowsQ4<8>(base + r * row_bytes, row_bytes, nb, x, y + r);
-  for (; r < r1; ++r) RowsQ4<1>(base + r * row_bytes, row_bytes, nb, x, y + r);
+  for (; r + 8 <= r1; r += 8) RowsQ4<8, false>(base + r * row_bytes, row_bytes, nb, x, y + r);
+  for (; r < r1; ++r) RowsQ4<1, false>(base + r * row_bytes, row_bytes, nb, x, y + r);
+}
+
+void MatVecQ5_0(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
+                std::int64_t r0, std::int64_t r1) {
+  const std::int64_t nb = cols / kBlock;
+  const auto* base = static_cast<const std::byte*>(w);
+  std::int64_t r = r0;
+  for (; r + 8 <= r1; r += 8) RowsQ4<8, true>(base + r * row_bytes, row_bytes, nb, x, y + r);
+  for (; r < r1; ++r) RowsQ4<1, true>(base + r * row_bytes, row_bytes, nb, x, y + r);
 }
 
 }  // namespace smartgen::kernels::internal::avx512vnni

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -80,7 +81,7 @@ TEST(FastDotQ8, ScalarTwinIsWithinTheActivationRounding) {
 // The AVX-512 table's fast-dot MatVec of `type` against the scalar twin on every shape, with
 // weights from `bytes_of(rng, rows, cols)`. Only the order of the f32 sums differs.
 template <typename MakeBytes>
-void ExpectAvx512EqualsTwin(GgmlType type, std::uint32_t seed, MakeBytes bytes_of) {
+void ExpectAvx512EqualsTwin(GgmlType type, std::uint32_t seed, MakeBytes bytes_of, double tol = 1e-5) {
   std::mt19937 rng(seed);
   core::ThreadPool pool(2);
   const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
@@ -93,7 +94,7 @@ void ExpectAvx512EqualsTwin(GgmlType type, std::uint32_t seed, MakeBytes bytes_o
     std::vector<float> want(rows), got(rows, -1e30f);
     ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.data(), rows, cols, x.data(), want.data(), nullptr));
     ASSERT_TRUE(internal::MatVecWith(*avx512, type, w.data(), rows, cols, x.data(), got.data(), &pool));
-    EXPECT_LT(testing::MaxRelError(got.data(), want.data(), rows), 1e-5) << rows << "x" << cols;
+    EXPECT_LT(testing::MaxRelError(got.data(), want.data(), rows), tol) << rows << "x" << cols;
   }
   EXPECT_TRUE(FastDotActive(type) || internal::ActiveKernels().isa != internal::Isa::kAvx512);
 }
@@ -122,32 +123,35 @@ TEST(FastDotQ8, OffByDefaultAndSwitchesBack) {
   EXPECT_LT(testing::MaxRelError(after.data(), want.data(), 9), 1e-5);
 }
 
-// Q4_0 weights with their exact dequantized values.
-Q8Matrix RandomQ4(std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
-  const std::size_t rb = gguf::RowBytes(GgmlType::kQ4_0, cols);
+// Q4_0 (or Q5_0) weights with their exact dequantized values.
+Q8Matrix RandomQ4(std::mt19937& rng, std::int64_t rows, std::int64_t cols, GgmlType type = GgmlType::kQ4_0) {
+  const std::size_t rb = gguf::RowBytes(type, cols);
   Q8Matrix m{std::vector<std::byte>(rb * rows), std::vector<float>(static_cast<std::size_t>(rows * cols)), rows, cols};
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::vector<float> row = testing::RandomVector(rng, cols);
-    EXPECT_TRUE(QuantizeRow(GgmlType::kQ4_0, row.data(), m.bytes.data() + r * rb, cols));
-    DequantizeRow(GgmlType::kQ4_0, m.bytes.data() + r * rb, m.dequantized.data() + r * cols, cols);
+    EXPECT_TRUE(QuantizeRow(type, row.data(), m.bytes.data() + r * rb, cols));
+    DequantizeRow(type, m.bytes.data() + r * rb, m.dequantized.data() + r * cols, cols);
   }
   return m;
 }
 
-TEST(FastDotQ4, ScalarTwinIsWithinTheActivationRounding) {
+class FastDotQ4 : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(FastDotQ4, ScalarTwinIsWithinTheActivationRounding) {
+  const GgmlType type = GetParam();
   std::mt19937 rng(8);
   const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
   for (const auto& [rows, cols] : kDotShapes) {
-    const Q8Matrix w = RandomQ4(rng, rows, cols);
+    const Q8Matrix w = RandomQ4(rng, rows, cols, type);
     const std::vector<float> x = testing::RandomVector(rng, cols);
     std::vector<float> got(rows), exact(rows);
-    ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kQ4_0, w.bytes.data(), rows, cols, x.data(),
+    ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.bytes.data(), rows, cols, x.data(),
                                      exact.data(), nullptr));
     {
       FastDotOn on;
-      EXPECT_TRUE(FastDotActive(GgmlType::kQ4_0) || internal::ActiveKernels().isa != internal::Isa::kAvx512 ||
+      EXPECT_TRUE(FastDotActive(type) || internal::ActiveKernels().isa != internal::Isa::kAvx512 ||
                   !core::GetCpuFeatures().avx512vnni);
-      ASSERT_TRUE(internal::MatVecWith(*scalar, GgmlType::kQ4_0, w.bytes.data(), rows, cols,
+      ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.bytes.data(), rows, cols,
                                        x.data(), got.data(), nullptr));
     }
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -164,13 +168,18 @@ TEST(FastDotQ4, ScalarTwinIsWithinTheActivationRounding) {
   }
 }
 
-TEST(FastDotQ4, VnniKernelEqualsTheScalarTwin) {
+TEST_P(FastDotQ4, VnniKernelEqualsTheScalarTwin) {
   const core::CpuFeatures& f = core::GetCpuFeatures();
   if (!f.HasAvx512() || !f.avx512vnni) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
-  ExpectAvx512EqualsTwin(GgmlType::kQ4_0, 9, [](std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
-    return RandomQ4(rng, rows, cols).bytes;
-  });
+  const GgmlType type = GetParam();
+  // The scaled dots and the offsets are each summed in another order, then subtracted.
+  ExpectAvx512EqualsTwin(type, 9, [type](std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
+    return RandomQ4(rng, rows, cols, type).bytes;
+  }, 5e-5);
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, FastDotQ4, ::testing::Values(GgmlType::kQ4_0, GgmlType::kQ5_0),
+                         [](const auto& info) { return info.param == GgmlType::kQ4_0 ? std::string("q4_0") : std::string("q5_0"); });
 
 // The activations are prepared once per pass and shared by the products of one input: q/k/v
 // (MatMulMany) and gate/up (MatMulSwiGlu) give what each product gives alone.

@@ -30,7 +30,9 @@ struct GoldenCase {
   const char* golden;  // relative to SMARTGEN_SHARED_DIR
   double tol;          // max |logit diff|
   bool relative;       // tol is relative to max |logit| of the position
-  bool fast_dot = false;  // kernels::SetFastDot: Q8_0 decode with int8 activations
+  // kernels::SetFastDot: Q8_0 / Q4_0 decode with int8 activations, BF16 with bf16 ones (what
+  // smartgen run / bench engine use by default); the exact cases keep the f32 path.
+  bool fast_dot = false;
 };
 
 std::ostream& operator<<(std::ostream& os, const GoldenCase& c) { return os << c.name; }
@@ -60,7 +62,11 @@ const GoldenCase kCases[] = {
     // Decode with int8 activations (AVX-512 VNNI where present), as llama.cpp computes Q8_0.
     {"q_q8_0_fastdot_llamacpp", "golden/quant/tiny-llama-q-q8_0.gguf", "golden/quant/tiny-llama-q-q8_0.json", 4e-2, false, true},
     {"q_q4_0_llamacpp", "golden/quant/tiny-llama-q-q4_0.gguf", "golden/quant/tiny-llama-q-q4_0.json", 4e-2, false},
+    // Q4_0 decode with int8 activations (VNNI); Q4_K_M files hold Q4_0 / Q8_0 matrices too.
+    {"q_q4_0_fastdot_llamacpp", "golden/quant/tiny-llama-q-q4_0.gguf", "golden/quant/tiny-llama-q-q4_0.json", 4e-2, false, true},
     {"q_q4_k_m_llamacpp", "golden/quant/tiny-llama-q-q4_k_m.gguf", "golden/quant/tiny-llama-q-q4_k_m.json", 5e-2, false},
+    {"q_q4_k_m_fastdot_llamacpp", "golden/quant/tiny-llama-q-q4_k_m.gguf", "golden/quant/tiny-llama-q-q4_k_m.json", 5e-2, false, true},
+    {"w192_q4_k_m_fastdot_llamacpp", "golden/quant2/tiny-llama-w192-q4_k_m.gguf", "golden/quant2/tiny-llama-w192-q4_k_m.json", 6e-2, false, true},
     {"q_q6_k_llamacpp", "golden/quant/tiny-llama-q-q6_k.gguf", "golden/quant/tiny-llama-q-q6_k.json", 5e-2, false},
     // quant2 (../shared/golden/quant2/README.md): every further llama-quantize type, and the
     // 192-wide model whose Q4_K_M / Q5_K_M files fall back to Q5_0 / Q5_1 / Q8_0. An exact
