@@ -90,11 +90,12 @@ std::string Describe(const node::NodeConfig& c) {
   return fmt::format(
       "name={} model={} http={}:{} transfer={} advertise={} transport={} link_gbps={} link_latency_ms={} "
       "threads={} kv_dtype={} block_tokens={} kv_capacity_tokens={} ctx={} max_batch={} "
-      "profiles=[{}]",
+      "profiles=[{}] allow_decode=[{}]",
       c.name, c.model_path, c.http_host, c.http_port, c.transfer_address,
       c.advertise.empty() ? "(bound)" : c.advertise, c.transport,
       c.link_gbps, c.link_latency_ms, c.threads, c.kv_dtype, c.block_tokens,
-      c.kv_capacity_tokens, c.max_context, c.max_batch, fmt::join(c.profile_paths, ","));
+      c.kv_capacity_tokens, c.max_context, c.max_batch, fmt::join(c.profile_paths, ","),
+      fmt::join(c.allowed_decode, ","));
 }
 
 template <typename NodeT>
@@ -193,6 +194,10 @@ void RegisterServe(CLI::App& app) {
   auto prefill = std::make_shared<node::NodeConfig>();
   CLI::App* p = serve->add_subcommand("prefill", "a prefill node");
   AddNodeFlags(*p, *prefill, "prefill");
+  p->add_option("--allow-decode", prefill->allowed_decode,
+                "the only decode nodes this node sends KV to: their KV addresses, host[:port] (e.g. "
+                "the router's decode pool; default: any). A prefill call naming another gets 403")
+      ->delimiter(',');
   p->add_option("--warmup-tokens", prefill->warmup_tokens,
                 "tokens of the start-up prefill that seeds the prefill-time estimate (0 = none)")
       ->capture_default_str();

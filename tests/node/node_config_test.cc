@@ -61,5 +61,37 @@ TEST(NodeAddresses, Ipv6LoopbackNeedsNoTokenButIpv6WildcardDoes) {
   EXPECT_EQ(CheckTokenForAddresses(c).code(), StatusCode::kFailedPrecondition);
 }
 
+TEST(NodeAllowDecode, AnEmptyListAllowsAnyAddress) {
+  auto a = DecodeAddressAllowed({}, "203.0.113.9:22");
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(*a);
+}
+
+TEST(NodeAllowDecode, MatchesHostAndPortOrHostAlone) {
+  const std::vector<std::string> allowed = {"10.0.0.3:9201", "10.0.0.4", "[fd00::5]:9201", "Decode-6.internal"};
+  struct Case {
+    const char* address;
+    bool want;
+  } cases[] = {
+      {"10.0.0.3:9201", true},           {"10.0.0.3:22", false},      // that port only
+      {"10.0.0.4:9201", true},           {"10.0.0.4:7", true},        // a host alone: any port
+      {"[fd00::5]:9201", true},          {"[fd00:0:0::5]:9201", true},  // the same IPv6 address
+      {"[fd00::6]:9201", false},         {"decode-6.internal:9201", true},
+      {"10.0.0.30:9201", false},         {"127.0.0.1:9201", false},
+      {"not an address", false},
+  };
+  for (const Case& c : cases) {
+    auto a = DecodeAddressAllowed(allowed, c.address);
+    ASSERT_TRUE(a.ok()) << c.address;
+    EXPECT_EQ(*a, c.want) << c.address;
+  }
+}
+
+TEST(NodeAllowDecode, AMalformedEntryIsAnError) {
+  for (const char* bad : {"fd00::5", "[fd00::5", "*", "10.0.0.3:x"}) {
+    EXPECT_EQ(DecodeAddressAllowed({bad}, "10.0.0.3:9201").status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace smartgen::node

@@ -1,5 +1,11 @@
 #include "node/common/node_config.h"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
 #include "core/log.h"
 #include "kernels/matmul.h"
 #include "transfer/socket.h"
@@ -35,6 +41,35 @@ Status SplitHostPort(const std::string& address, std::string* host, int* port) {
   return Status::Ok();
 }
 
+namespace {
+
+// "host", "host:port", "[v6]" or "[v6]:port"; port 0 when none is given. kInvalidArgument for
+// anything else, a wildcard host included.
+Result<transfer::HostPort> ParseHostMaybePort(const std::string& text, std::string_view what) {
+  const bool has_port = !text.empty() && text.back() != ']' && text.find(':') != std::string::npos;
+  auto hp = transfer::ParseHostPort(has_port ? text : text + ":0");
+  if (!hp.ok() || hp->host.empty() || hp->host == "*") {
+    return InvalidArgument("{} '{}' is not host[:port] (IPv6 in brackets: [fd00::3]:9201)", what, text);
+  }
+  return *hp;
+}
+
+bool SameHost(const std::string& a, const std::string& b) {
+  in6_addr a6{}, b6{};
+  in_addr a4{}, b4{};
+  if (inet_pton(AF_INET6, a.c_str(), &a6) == 1 && inet_pton(AF_INET6, b.c_str(), &b6) == 1) {
+    return std::memcmp(&a6, &b6, sizeof(a6)) == 0;
+  }
+  if (inet_pton(AF_INET, a.c_str(), &a4) == 1 && inet_pton(AF_INET, b.c_str(), &b4) == 1) {
+    return a4.s_addr == b4.s_addr;
+  }
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
 Result<std::string> AdvertisedAddress(const std::string& advertise, const std::string& bound) {
   SG_ASSIGN_OR_RETURN(transfer::HostPort b, transfer::ParseHostPort(bound));
   if (advertise.empty()) {
@@ -44,14 +79,19 @@ Result<std::string> AdvertisedAddress(const std::string& advertise, const std::s
     return bound;
   }
   // A host alone ("10.0.0.3", "[fd00::3]", "decode-1") takes the bound port.
-  const bool has_port = advertise.back() != ']' && advertise.find(':') != std::string::npos;
-  const std::string text = has_port ? advertise : advertise + ":0";
-  auto a = transfer::ParseHostPort(text);
-  if (!a.ok() || a->host.empty() || a->host == "*") {
-    return InvalidArgument("--advertise '{}' is not host[:port] (IPv6 in brackets: [fd00::3]:9201)",
-                           advertise);
+  SG_ASSIGN_OR_RETURN(transfer::HostPort a, ParseHostMaybePort(advertise, "--advertise"));
+  return transfer::FormatHostPort(a.host, a.port != 0 ? a.port : b.port);
+}
+
+Result<bool> DecodeAddressAllowed(const std::vector<std::string>& allowed, const std::string& address) {
+  if (allowed.empty()) return true;
+  auto target = transfer::ParseHostPort(address);
+  if (!target.ok()) return false;
+  for (const std::string& entry : allowed) {
+    SG_ASSIGN_OR_RETURN(transfer::HostPort a, ParseHostMaybePort(entry, "allowed decode node"));
+    if (SameHost(a.host, target->host) && (a.port == 0 || a.port == target->port)) return true;
   }
-  return transfer::FormatHostPort(a->host, a->port != 0 ? a->port : b.port);
+  return false;
 }
 
 bool IsLoopbackHost(std::string_view host) {
@@ -81,6 +121,7 @@ Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c,
   if (c.threads < 1 || c.threads > 256) return InvalidArgument("threads {} out of range", c.threads);
   SG_RETURN_IF_ERROR(CheckTokenForAddresses(c));
   if (!c.advertise.empty()) SG_RETURN_IF_ERROR(AdvertisedAddress(c.advertise, "0.0.0.0:1").status());
+  SG_RETURN_IF_ERROR(DecodeAddressAllowed(c.allowed_decode, "0.0.0.0:1").status());
   kernels::SetFastDot(c.fast_dot);
   if (c.block_tokens < 1 || c.block_tokens > 1024) {
     return InvalidArgument("block_tokens {} out of range", c.block_tokens);

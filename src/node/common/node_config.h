@@ -31,6 +31,10 @@ struct NodeConfig {
   // "[v6]:port", or a host alone / port 0 for the bound port; "" = the bound address. Needed
   // when peers reach this node at another address than it binds (0.0.0.0, NAT, a name).
   std::string advertise;
+  // Prefill nodes: the decode nodes this node may send KV to (their KV addresses: "host:port",
+  // "[v6]:port", or a host alone for any port), e.g. the router's decode pool; a prefill call
+  // naming another address is refused with 403. Empty = any address (loopback runs, tests).
+  std::vector<std::string> allowed_decode;
   std::string transport = "tcp";             // tcp | ucx | loopback
   std::string token = kBuiltInToken;         // node-to-node shared secret (control plane, KV link)
   double link_gbps = 0;                      // emulated link rate for KV sent (0 = unshaped)
@@ -82,6 +86,11 @@ transfer::KvGeometry ToTransferGeometry(const kv::KvGeometry& g);
 // else `advertise` with the bound port where it names none (or 0). kInvalidArgument when
 // `advertise` is malformed. Warns when a wildcard bound address (0.0.0.0, [::]) is handed out.
 Result<std::string> AdvertisedAddress(const std::string& advertise, const std::string& bound);
+
+// Whether a prefill call may send KV to `address` (a decode node's KV address): `allowed` is
+// empty, or an entry names its host (IP literals compared as addresses, names as text,
+// case-insensitively) and its port or no port. kInvalidArgument for a malformed entry.
+Result<bool> DecodeAddressAllowed(const std::vector<std::string>& allowed, const std::string& address);
 
 // "host:port" split; kInvalidArgument when malformed.
 Status SplitHostPort(const std::string& address, std::string* host, int* port);

@@ -241,6 +241,20 @@ void PrefillNode::HandlePrefill(const httplib::Request& req, httplib::Response& 
   if (!body.ok()) return ReplyStatus(res, body.status());
   auto call = ParsePrefillCall(*body);
   if (!call.ok()) return ReplyStatus(res, call.status());
+  // KV goes only to the decode nodes this node was configured with (--allow-decode), so a
+  // caller holding the token cannot make it connect anywhere or feed another pool.
+  if (Result<bool> allowed = DecodeAddressAllowed(config_.allowed_decode, call->decode_address);
+      !allowed.ok() || !*allowed) {
+    metrics_.GetCounter("smartgen_prefill_decode_refused_total",
+                        "Prefill calls refused: the decode address is not an allowed decode node")
+        .Increment();
+    SG_LOG_WARN("prefill", "{}: refused the prefill of request {} from {}: decode address {} is not in "
+                "--allow-decode", config_.name, call->request_id, req.remote_addr, call->decode_address);
+    ReplyStatus(res, PermissionDenied("decode address {} is not an allowed decode node",
+                                      call->decode_address));
+    res.status = 403;  // authenticated, but not allowed (401 is for a missing or bad signature)
+    return;
+  }
   auto job = std::make_shared<Job>();
   job->call = std::move(*call);
   const core::Deadline deadline = core::Deadline::After(job->call.timeout_ms * core::kNanosPerMilli);
