@@ -4,6 +4,7 @@
 // test must answer every request once with metrics that add up, and killing a node mid-request
 // must give that client a clean error (or a correct answer) while the router keeps serving.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <set>
 #include <thread>
@@ -266,6 +267,61 @@ TEST_F(HttpDeployment, SamplingFieldsAndChoicesWorkInEveryMode) {
       testing::PostJson(server_->port(), "/v1/completions", body("layerwise", false, 1, 11));
   ASSERT_EQ(plain.status, 200) << plain.body;
   EXPECT_NE(plain.body_json["smartgen"]["token_ids"], outputs[0][0]);
+}
+
+// Every /metrics endpoint of a deployment (the API server in front of the router, each prefill
+// and decode node) passes `promtool check metrics` (Debian's prometheus package), and carries
+// what a Grafana board needs: model_name, process metrics, build info, the length histograms,
+// finish reasons and the nodes' KV capacity and usage.
+TEST_F(HttpDeployment, EveryMetricsEndpointPassesPromtool) {
+  if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool not installed (Debian package prometheus; scripts/setup.sh)";
+  }
+  ASSERT_EQ(testing::PostJson(server_->port(), "/v1/completions", Body(Prompt(40, 2), 4,
+                                                                       "layerwise", false))
+                .status,
+            200);
+  std::vector<std::pair<std::string, std::string>> endpoints = {
+      {"server", server_->MetricsText()}};
+  for (auto& p : prefills_) {
+    endpoints.emplace_back("prefill", testing::Get(p->http_port(), "/metrics").body);
+  }
+  for (auto& d : decodes_) {
+    endpoints.emplace_back("decode", testing::Get(d->http_port(), "/metrics").body);
+  }
+  for (const auto& [role, text] : endpoints) {
+    SCOPED_TRACE(role);
+    ASSERT_FALSE(text.empty());
+    const std::string path = ::testing::TempDir() + "/metrics_" + role + ".txt";
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+    const std::string cmd = "promtool check metrics < " + path + " > " + path + ".out 2>&1";
+    const int rc = std::system(cmd.c_str());
+    std::string out;
+    if (std::FILE* o = std::fopen((path + ".out").c_str(), "r")) {
+      char buf[4096];
+      std::size_t n;
+      while ((n = std::fread(buf, 1, sizeof(buf), o)) > 0) out.append(buf, n);
+      std::fclose(o);
+    }
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_TRUE(out.empty()) << out;  // no lint findings either
+    for (const char* name : {"process_start_time_seconds", "process_resident_memory_bytes",
+                             "process_cpu_seconds_total", "process_open_fds",
+                             "smartgen_build_info{"}) {
+      EXPECT_NE(text.find(name), std::string::npos) << name;
+    }
+  }
+  const std::string& server = endpoints[0].second;
+  for (const char* series : {"smartgen_server_request_prompt_tokens_bucket{model_name=",
+                             "smartgen_server_request_generation_tokens_count{model_name=",
+                             "smartgen_server_request_success_total{model_name=",
+                             "finish_reason=\"length\"", "smartgen_server_requests_queued{",
+                             "smartgen_server_queue_seconds_count{"}) {
+    EXPECT_NE(server.find(series), std::string::npos) << series;
+  }
 }
 
 }  // namespace

