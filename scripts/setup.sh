@@ -12,6 +12,7 @@ PACKAGES=(
   zlib1g-dev iproute2 iperf3 curl procps openssl
   clang-14 libclang-rt-14-dev
   python3 python3-matplotlib
+  prometheus  # promtool: the metrics tests check every /metrics endpoint with it (~20 s install)
 )
 
 missing=()

@@ -21,6 +21,7 @@
 #include "server/model_backend.h"
 #include "tools/commands.h"
 #include "server/router_backend.h"
+#include "tokenizer/chat_template.h"
 
 namespace smartgen::tools {
 namespace {
@@ -146,6 +147,13 @@ void AddHttpFlags(CLI::App& cmd, server::HttpServerOptions& h) {
       ->capture_default_str();
   cmd.add_option("--tls-cert", h.tls_cert_file, "PEM certificate chain: serve HTTPS (with --tls-key)");
   cmd.add_option("--tls-key", h.tls_key_file, "PEM private key of --tls-cert");
+  cmd.add_option("--served-model-name", h.served_model_names,
+                 "name(s) the model is served under (/v1/models lists them; a request naming "
+                 "another model gets 404); default: the model's name");
+  cmd.add_option("--chat-template", h.chat_template,
+                 "chat template for every chat request: a name (" +
+                     tokenizer::ChatTemplateNames() +
+                     ") or template text; default: the model's own");
 }
 
 Status ServeHttp(server::CompletionBackend* backend, const server::HttpServerOptions& options) {
