@@ -2,7 +2,9 @@
 # The four-machine deployment of docs/DEPLOYMENT.md, each machine a network namespace on its own
 # address: two prefill nodes (p1, p2) and two decode nodes (d1, d2) on a bridge, the routers on
 # this host. Off loopback, so every node and router needs the shared token (a node without one
-# must refuse to start; an unsigned control call must get 401). d1 binds its KV listener on its
+# must refuse to start; an unsigned control call must get 401). The prefill nodes send KV only
+# to d1 and d2 (--allow-decode): a signed prefill call naming another address gets 403. d1 binds
+# its KV listener on its
 # IPv4 address; d2 binds [::] and advertises its IPv6 address (--advertise), and the router
 # reaches d2's HTTP over IPv6. Router A lists p1, d1 first and router B p2, d2 first, so both
 # pairs serve: in every transfer mode a streamed request through each router must return the
@@ -96,8 +98,9 @@ fi
 grep -q -- "--token" "$WORK/notoken.log" || fail "no reason given: $(cat "$WORK/notoken.log")"
 echo "ok: a node off loopback without --token refuses to start"
 
-start p1 p1 serve prefill "${NODE[@]}" --name p1 --host "${IP4[p1]}" --port 8101 --link-gbps 0.05 --warmup-tokens 0
-start p2 p2 serve prefill "${NODE[@]}" --name p2 --host "${IP4[p2]}" --port 8101 --link-gbps 0.05 --warmup-tokens 0
+ALLOW=(--allow-decode "${IP4[d1]},[${IP6[d2]}]")
+start p1 p1 serve prefill "${NODE[@]}" --name p1 --host "${IP4[p1]}" --port 8101 --link-gbps 0.05 --warmup-tokens 0 "${ALLOW[@]}"
+start p2 p2 serve prefill "${NODE[@]}" --name p2 --host "${IP4[p2]}" --port 8101 --link-gbps 0.05 --warmup-tokens 0 "${ALLOW[@]}"
 start d1 d1 serve decode "${NODE[@]}" --name d1 --host "${IP4[d1]}" --port 8201 --transfer "${IP4[d1]}:9201"
 start d2 d2 serve decode "${NODE[@]}" --name d2 --host "${IP6[d2]}" --port 8201 --transfer "[::]:9201" \
   --advertise "[${IP6[d2]}]"
@@ -111,6 +114,30 @@ start rb "" "${ROUTER[@]}" --prefill "$P2,$P1" --decode "$D2,$D1"; RB=$PORT
 code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "http://${IP4[p1]}:8101/internal/info")
 [ "$code" = 401 ] || fail "unsigned /internal/info on p1 answered $code, not 401"
 echo "ok: unsigned /internal/info refused with 401"
+
+# A call signed with the token, naming a KV address that is not one of the pool's decode nodes
+# (here p2's port 22), is refused with 403 before the node connects anywhere, and counted.
+code=$(/usr/bin/python3 - "$WORK/token" "http://${IP4[p1]}:8101" "${IP4[p2]}:22" <<'PY'
+import hashlib, hmac, json, os, sys, time, urllib.error, urllib.request
+token = open(sys.argv[1]).read().strip().encode()
+path = "/internal/prefill"
+body = json.dumps({"request_id": 7, "generation": {"prompt": [1, 2, 3], "max_tokens": 2},
+                   "mode": "layerwise", "decode_address": sys.argv[3], "timeout_ms": 5000}).encode()
+t, nonce = str(int(time.time() * 1000)), os.urandom(16).hex()
+canonical = "\n".join(["POST", path, hashlib.sha256(body).hexdigest(), t, nonce]).encode()
+headers = {"Content-Type": "application/json", "X-Smartgen-Time": t, "X-Smartgen-Nonce": nonce,
+           "X-Smartgen-Signature": hmac.new(token, canonical, hashlib.sha256).hexdigest()}
+try:
+    print(urllib.request.urlopen(urllib.request.Request(sys.argv[2] + path, body, headers), timeout=10).status)
+except urllib.error.HTTPError as e:
+    print(e.code)
+PY
+)
+[ "$code" = 403 ] || fail "a signed prefill naming ${IP4[p2]}:22 answered $code, not 403"
+refused=$(curl -sS --max-time 5 "http://${IP4[p1]}:8101/metrics" | sed -n 's/^smartgen_prefill_decode_refused_total \([0-9.e+-]*\)$/\1/p')
+[ "$refused" = 1 ] || fail "smartgen_prefill_decode_refused_total on p1 is '$refused', not 1"
+grep -q "is not in --allow-decode" "$WORK/p1.err" || fail "p1 logged no refusal"
+echo "ok: a signed prefill naming an address outside the decode pool refused with 403 (counted, logged)"
 
 # Both routers see all four nodes up (10 s at most).
 for r in "$RA" "$RB"; do
