@@ -79,6 +79,7 @@ TEST(ControlMessages, EveryKindRoundTrips) {
       ControlMessage::Summaries(7, summaries),
       ControlMessage::Manifest(7, 3, {{3, 1, 9}, {3, 0, 2}}),
       ControlMessage::Requested(7, {{0, 1, 2}, {5, 0, 7}}),
+      ControlMessage::FirstStepManifest(7, 2, {{2, 1, 4}, {2, 0, 0}}),
   };
   for (const ControlMessage& m : all) {
     const std::vector<std::byte> wire = EncodeControl(m);

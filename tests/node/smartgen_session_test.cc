@@ -3,7 +3,10 @@
 // the selected blocks present when it runs (the others are left out, not waited for); a block
 // that lands is used from the next step on; nothing is asked for twice. Logits are compared
 // with SelectiveAttention over the same block sets, step by step, on a real forward pass.
+#include <chrono>
 #include <map>
+#include <thread>
+#include <tuple>
 #include <set>
 #include <vector>
 
@@ -70,6 +73,7 @@ TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
   options.on_demand.budget_fraction = 1.0f;  // every block selected
   options.predict_next = false;
   options.wait_bound_ms = 0;  // never wait: what is not here is left out
+  options.first_step = false;  // no prefill node here to run it
   std::map<Key, int> asked;
   SmartgenSession session(
       cfg, &seq_a, &residency, 200, options, nullptr,
@@ -148,6 +152,78 @@ TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
   ASSERT_GE(stats["present_mass_share_per_step"].size(), 2u) << stats.dump();
   EXPECT_LT(stats["present_mass_share_per_step"][0].get<double>(), 1.0);
   EXPECT_GT(stats["present_mass_share_per_step"][0].get<double>(), 0.5);
+}
+
+TEST(SmartgenSession, TheFirstStepWaitsForThePrefillNodesBlocksAndUsesThem) {
+  auto model = model::Model::Load(testing::SmallModelPath(52));
+  ASSERT_TRUE(model.ok());
+  const model::ModelConfig& cfg = (*model)->config();
+  core::ThreadPool pool(1);
+  model::Forward forward(**model, &pool);
+  kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32, 16), 1 << 12);
+  std::vector<std::int32_t> prompt(160);
+  for (int i = 0; i < 160; ++i) prompt[i] = 5 + (i * 37) % 240;
+  const std::int32_t n_blocks = 10;
+  kv::SequenceKv seq_a(&blocks), seq_dense(&blocks);
+  for (kv::SequenceKv* s : {&seq_a, &seq_dense}) ASSERT_TRUE(forward.RunOne(s, prompt, nullptr).ok());
+
+  kv::Residency residency(cfg.n_layers, cfg.n_kv_heads, n_blocks);
+  residency.MarkAllPresent();
+  residency.MarkAbsent(1, 0, 3);  // announced by the prefill node's first step
+  residency.MarkAbsent(2, 1, 7);  // selected here, fetched on demand
+  SmartgenOptions options;
+  options.on_demand.budget_fraction = 1.0f;
+  options.predict_next = false;
+  options.wait_bound_ms = 0;        // later steps never wait
+  options.first_wait_ms = 20000;    // the first one does (the blocks land long before)
+  std::map<Key, int> asked;
+  SmartgenSession session(
+      cfg, &seq_a, &residency, 160, options, nullptr,
+      [&](const std::vector<select::BlockKey>& keys) {
+        for (const auto& k : keys) ++asked[{k.layer, k.head, k.block}];
+        return Status::Ok();
+      },
+      [] { return Internal("no recompute in this test"); }, core::Seconds(30));
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    ASSERT_TRUE(session.AddSummaries(select::LayerSummaries::Build(seq_a, l, 160).Serialize()).ok());
+    ASSERT_TRUE(session.AddManifest(l, {}).ok());
+  }
+  EXPECT_FALSE(session.Ready()) << "the first-step manifests are still to come";
+  EXPECT_FALSE(session.AddFirstStep(1, {{1, 0, n_blocks}}).ok()) << "a block outside the prompt";
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    ASSERT_TRUE(session.AddFirstStep(l, l == 1 ? std::vector<select::BlockKey>{{1, 0, 3}}
+                                               : std::vector<select::BlockKey>{}).ok());
+  }
+  ASSERT_TRUE(session.Ready());
+  EXPECT_EQ(residency.state(1, 0, 3), kv::BlockState::kRequested);
+
+  // Both blocks land while the first step waits; it then attends over everything (dense).
+  std::thread lands([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    residency.MarkPresent(1, 0, 3);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    residency.MarkPresent(2, 1, 7);
+  });
+  const std::int32_t token = 11;
+  std::vector<float> got, dense;
+  for (auto [kv, attention, logits] : {std::tuple{&seq_a, static_cast<model::AttentionOverride*>(&session), &got},
+                                       std::tuple{&seq_dense, static_cast<model::AttentionOverride*>(nullptr), &dense}}) {
+    model::ForwardChunk c;
+    c.kv = kv;
+    c.tokens = std::span<const std::int32_t>(&token, 1);
+    c.logits = logits;
+    c.attention = attention;
+    model::ForwardChunk cc[1] = {c};
+    ASSERT_TRUE(forward.Run(cc).ok());
+  }
+  lands.join();
+  double diff = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) diff = std::max(diff, double(std::abs(got[i] - dense[i])));
+  EXPECT_LT(diff, 1e-4);
+  // The announced block was never fetched (it was on its way); the other one was, once.
+  EXPECT_EQ(asked.count({1, 0, 3}), 0u);
+  EXPECT_EQ(asked[Key(2, 1, 7)], 1);
+  EXPECT_GT(session.Stats(0, 0, 0)["layer_stall_ms"][1].get<double>(), 0.0);
 }
 
 }  // namespace

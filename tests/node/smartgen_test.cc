@@ -83,18 +83,24 @@ TEST_F(SmartgenDeployment, SelectingEveryBlockEqualsLayerwise) {
   EXPECT_EQ(*layerwise, want);
   // A small proactive set (R = 8), every block selected each step: the missing ones are
   // fetched on demand and merged by LSE, so the output is exact from the first step.
-  for (bool speculative : {false, true}) {
+  // (With the first step on, the prefill node's run of it selects every block too and pushes
+  // them at once; without it, they come on demand.)
+  for (auto [speculative, first_step] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
     json stats;
     // No wait bound: every step waits for what it selected.
     const json options = {{"budget_fraction", 1.0}, {"proactive_ratio", 8.0},
-                          {"speculative", speculative}, {"wait_bound_ms", 1e6}};
+                          {"speculative", speculative}, {"wait_bound_ms", 1e6},
+                          {"first_step", first_step}};
     auto got = Run("smartgen", prompt, 16, options, &stats);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(*got, want) << stats.dump();
     EXPECT_EQ(stats.value("mode", ""), "smartgen");
+    if (first_step) {
+      EXPECT_GT(stats["bytes_by_path"]["first_step"].get<double>(), 0) << stats.dump();
+    }
     // Without the speculative stream, the blocks outside the proactive set can only come on
     // demand (with it, an unshaped link may deliver everything before the first step).
-    if (!speculative) {
+    if (!speculative && !first_step) {
       EXPECT_GT(stats["bytes_by_path"]["on_demand"].get<double>(), 0) << stats.dump();
     }
     EXPECT_GT(stats["bytes_by_path"]["proactive"].get<double>(), 0) << stats.dump();

@@ -73,6 +73,7 @@ std::string_view ControlTypeName(ControlType type) {
     case ControlType::kProactiveManifest: return "proactive_manifest";
     case ControlType::kRequested: return "requested";
     case ControlType::kPrefillStarted: return "prefill_started";
+    case ControlType::kFirstStepManifest: return "first_step_manifest";
   }
   return "unknown";
 }
@@ -115,6 +116,13 @@ ControlMessage ControlMessage::Manifest(std::uint64_t id, int layer, std::vector
   return m;
 }
 
+ControlMessage ControlMessage::FirstStepManifest(std::uint64_t id, int layer,
+                                                std::vector<select::BlockKey> blocks) {
+  ControlMessage m = Manifest(id, layer, std::move(blocks));
+  m.type = ControlType::kFirstStepManifest;
+  return m;
+}
+
 ControlMessage ControlMessage::Requested(std::uint64_t id, std::vector<select::BlockKey> blocks) {
   ControlMessage m = PrefillStarted(id);
   m.type = ControlType::kRequested;
@@ -140,6 +148,7 @@ std::vector<std::byte> EncodeControl(const ControlMessage& m) {
     }
     case ControlType::kSummaries: w.PutBytes(m.summaries); break;
     case ControlType::kProactiveManifest:
+    case ControlType::kFirstStepManifest:
       w.Put(static_cast<std::uint32_t>(m.layer));
       w.Put(static_cast<std::uint32_t>(m.blocks.size()));
       for (const auto& k : m.blocks) {
@@ -160,7 +169,7 @@ std::vector<std::byte> EncodeControl(const ControlMessage& m) {
 }
 
 Result<ControlMessage> DecodeControl(std::uint32_t type, std::span<const std::byte> bytes) {
-  if (type < 1 || type > static_cast<std::uint32_t>(ControlType::kPrefillStarted)) {
+  if (type < 1 || type > static_cast<std::uint32_t>(ControlType::kFirstStepManifest)) {
     return DataLoss("unknown control message type {}", type);
   }
   ControlMessage m;
@@ -189,10 +198,11 @@ Result<ControlMessage> DecodeControl(std::uint32_t type, std::span<const std::by
       break;
     }
     case ControlType::kSummaries: m.summaries = r.Rest(); break;
-    case ControlType::kProactiveManifest: {
+    case ControlType::kProactiveManifest:
+    case ControlType::kFirstStepManifest: {
       std::uint32_t layer = 0;
       SG_RETURN_IF_ERROR(r.Get(&layer));
-      if (layer > (1u << 16)) return DataLoss("proactive_manifest of layer {}", layer);
+      if (layer > (1u << 16)) return DataLoss("{} of layer {}", ControlTypeName(m.type), layer);
       m.layer = static_cast<int>(layer);
       SG_RETURN_IF_ERROR(GetKeys(r, m.type, 2, m.layer, &m.blocks));
       break;

@@ -9,6 +9,8 @@
 //   kProactiveManifest  u32 layer, u32 n, n x (u32 head, u32 block)
 //   kRequested          u32 n, n x (u32 layer, u32 head, u32 block)  decode -> prefill: fetched
 //                                                                     on demand, do not stream
+//   kFirstStepManifest  as kProactiveManifest            prefill -> decode: the blocks the first
+//                                                        decode step selects, pushed next, best first
 // All little-endian. DecodeControl checks every length and count against the bytes present
 // and returns kDataLoss for a short, long or unknown message; it does not check ranges against
 // a model (the receiver does, against the request's geometry).
@@ -31,6 +33,7 @@ enum class ControlType : std::uint32_t {
   kProactiveManifest = 4,
   kRequested = 5,
   kPrefillStarted = 6,
+  kFirstStepManifest = 7,
 };
 std::string_view ControlTypeName(ControlType type);
 
@@ -41,14 +44,16 @@ struct ControlMessage {
   std::int64_t n_prompt = 0;                // kPrefillDone
   Status failure;                           // kPrefillFailed
   std::span<const std::byte> summaries;     // kSummaries: a view into the decoded bytes
-  int layer = 0;                            // kProactiveManifest
-  std::vector<select::BlockKey> blocks;     // kProactiveManifest (of `layer`), kRequested
+  int layer = 0;                            // k*Manifest
+  std::vector<select::BlockKey> blocks;     // k*Manifest (of `layer`), kRequested
 
   static ControlMessage PrefillStarted(std::uint64_t id);
   static ControlMessage PrefillDone(std::uint64_t id, std::int32_t first_token, std::int64_t n_prompt);
   static ControlMessage PrefillFailed(std::uint64_t id, const Status& why);
   static ControlMessage Summaries(std::uint64_t id, std::span<const std::byte> summaries);
   static ControlMessage Manifest(std::uint64_t id, int layer, std::vector<select::BlockKey> blocks);
+  static ControlMessage FirstStepManifest(std::uint64_t id, int layer,
+                                          std::vector<select::BlockKey> blocks);
   static ControlMessage Requested(std::uint64_t id, std::vector<select::BlockKey> blocks);
 };
 

@@ -37,6 +37,10 @@ Result<SmartgenOptions> ParseSmartgenOptions(const json& j) {
   SG_RETURN_IF_ERROR(Take(j, "on_demand", &o.fetch_on_demand, 0, 1));
   SG_RETURN_IF_ERROR(Take(j, "speculative", &o.speculative, 0, 1));
   SG_RETURN_IF_ERROR(Take(j, "predict_next", &o.predict_next, 0, 1));
+  SG_RETURN_IF_ERROR(Take(j, "attend_present", &o.attend_present, 0, 1));
+  SG_RETURN_IF_ERROR(Take(j, "first_step", &o.first_step, 0, 1));
+  SG_RETURN_IF_ERROR(Take(j, "first_wait_ms", &o.first_wait_ms, 0.0, 1e7));
+  SG_RETURN_IF_ERROR(Take(j, "first_step_fraction", &o.first_step_fraction, 0.0, 1.0));
   SG_RETURN_IF_ERROR(Take(j, "proactive_ratio", &o.proactive_ratio, 0, 1e6));
   SG_RETURN_IF_ERROR(Take(j, "proactive_fill", &o.proactive_fill, 0.0, 1.0));
   SG_RETURN_IF_ERROR(Take(j, "speculative_fraction", &o.pacing.fraction_per_step, 0.0, 1.0));
@@ -60,6 +64,10 @@ json ToJson(const SmartgenOptions& o) {
           {"on_demand", o.fetch_on_demand},
           {"speculative", o.speculative},
           {"predict_next", o.predict_next},
+          {"attend_present", o.attend_present},
+          {"first_step", o.first_step},
+          {"first_wait_ms", o.first_wait_ms},
+          {"first_step_fraction", o.first_step_fraction},
           {"proactive_ratio", o.proactive_ratio},
           {"proactive_fill", o.proactive_fill},
           {"speculative_fraction", o.pacing.fraction_per_step},

@@ -3,7 +3,8 @@
 // the paper's ablation: proactive only; + parallel on-demand; + speculative.
 //
 //   {"budget_fraction": 0.125, "budget_blocks": 0, "sink_blocks": 1, "local_blocks": 2, "hysteresis": 0.3,
-//    "on_demand": true, "speculative": true, "predict_next": true,
+//    "on_demand": true, "speculative": true, "predict_next": true, "attend_present": true,
+//    "first_step": true, "first_wait_ms": 15, "first_step_fraction": 0,
 //    "proactive_ratio": 0, "proactive_fill": 0.85, "speculative_fraction": 0.1, "query_window": 32,
 //    "wait_bound_ms": -1, "wait_factor": 1.0, "wait_slack_ms": 0.05, "max_fetch_blocks": 0}
 #pragma once
@@ -26,6 +27,22 @@ struct SmartgenOptions {
   bool fetch_on_demand = true;         // fetch missing selected blocks each step
   bool speculative = true;             // stream the rest until exact
   bool predict_next = true;            // request layer l+1's predicted blocks during layer l
+  // A step attends over every prompt block present on the node, not only the selected ones:
+  // the selection decides what is fetched, and whatever the proactive and speculative paths
+  // already brought is used too (at most the dense attention colocated decoding does anyway).
+  // false: the paper's on-demand path, attending over the selected blocks only.
+  bool attend_present = true;
+  // Better first steps (DESIGN.md 4.1): the prefill node runs the first decode step itself (it
+  // holds the whole KV; one decode step of compute, before token 1 is sent), ranks every
+  // layer's blocks by the exact attention mass of that step's query, tells the decode node
+  // (kFirstStepManifest) and pushes the top on-demand budget of them first. The decode node's
+  // first step uses that exact selection and waits for it up to first_wait_ms: token 2 may
+  // come that much later than colocated's, for the step that decides it on what it needs.
+  bool first_step = true;
+  double first_wait_ms = 15;
+  // Blocks per KV head the first step takes, as a share of the prompt's (0: the on-demand
+  // budget).
+  double first_step_fraction = 0;
   // Size the proactive set for this transfer ratio instead of the link estimate (0 = estimate).
   double proactive_ratio = 0;
   // Share of the link's estimated capacity during prefill that the proactive set fills: what

@@ -50,7 +50,9 @@ void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::
       r->prefill_done_at = core::NowNanos();
       // Token 1 travels one way: from the prefill node over the KV link (control frames go
       // before data frames), then to the router on this request's stream, at once.
-      r->events->Push(ToJson(DecodeEvent::Token(0, m->first_token)).dump());
+      // (Under teacher forcing the forced token is emitted; the engine records the prefill
+      // node's own pick.)
+      r->events->Push(ToJson(DecodeEvent::Token(0, r->call.spec.Emitted(0, m->first_token))).dump());
       engine_->Wake();
       break;
     case ControlType::kPrefillFailed:
@@ -58,11 +60,13 @@ void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::
       break;
     case ControlType::kSummaries:
     case ControlType::kProactiveManifest:
+    case ControlType::kFirstStepManifest:
       if (!r->smartgen) {
         st = InvalidArgument("request {} is not a SmartGen request", m->request_id);
       } else {
-        st = m->type == ControlType::kSummaries ? r->smartgen->AddSummaries(m->summaries)
-                                                : r->smartgen->AddManifest(m->layer, m->blocks);
+        st = m->type == ControlType::kSummaries           ? r->smartgen->AddSummaries(m->summaries)
+             : m->type == ControlType::kProactiveManifest ? r->smartgen->AddManifest(m->layer, m->blocks)
+                                                          : r->smartgen->AddFirstStep(m->layer, m->blocks);
         if (st.ok()) engine_->Wake();
       }
       break;

@@ -27,6 +27,9 @@ SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceK
       summaries_(config.n_layers),
       manifest_(config.n_layers),
       manifest_seen_(config.n_layers, 0),
+      first_step_(config.n_layers),
+      first_step_seen_(config.n_layers, 0),
+      first_step_used_(config.n_layers, 0),
       layer_stall_ms_(config.n_layers, 0.0),
       local_ms_(config.n_layers, 0.0),
       o2_(static_cast<std::size_t>(config.n_group()) * config.head_dim),
@@ -60,6 +63,21 @@ Status SmartgenSession::AddManifest(int layer, const std::vector<select::BlockKe
   return Status::Ok();
 }
 
+Status SmartgenSession::AddFirstStep(int layer, const std::vector<select::BlockKey>& blocks) {
+  if (layer < 0 || layer >= config_.n_layers) return DataLoss("first-step manifest of layer {}", layer);
+  for (const auto& k : blocks) {
+    if (k.head < 0 || k.head >= config_.n_kv_heads || k.block < 0 || k.block >= residency_->n_blocks()) {
+      return DataLoss("first-step block {}/{} is outside the prompt", k.head, k.block);
+    }
+  }
+  for (const auto& k : blocks) residency_->MarkRequested(k.layer, k.head, k.block);  // pushed now
+  std::lock_guard<std::mutex> lock(mu_);
+  first_step_[layer] = blocks;
+  first_step_seen_[layer] = 1;
+  first_step_blocks_ += static_cast<std::int64_t>(blocks.size());
+  return Status::Ok();
+}
+
 void SmartgenSession::OnLinkDown() {
   link_down_.store(true);
   residency_->Wake();
@@ -69,6 +87,7 @@ bool SmartgenSession::Ready() const {
   std::lock_guard<std::mutex> lock(mu_);
   for (int l = 0; l < config_.n_layers; ++l) {
     if (!summaries_[l] || !manifest_seen_[l]) return false;
+    if (options_.first_step && !first_step_seen_[l]) return false;
     for (const auto& k : manifest_[l]) {
       if (!residency_->present(k.layer, k.head, k.block)) return false;
     }
@@ -178,6 +197,34 @@ Status SmartgenSession::Recover(const Status& why) {
   return Status::Ok();
 }
 
+bool SmartgenSession::TakeFirstStep(int layer, select::LayerSelection* sel) {
+  if (first_step_used_[layer]) return false;
+  std::vector<select::BlockKey> keys;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!first_step_seen_[layer]) return false;
+    keys.swap(first_step_[layer]);
+  }
+  first_step_used_[layer] = 1;
+  if (first_step_until_ == 0) {
+    first_step_until_ = core::NowNanos() + static_cast<core::Nanos>(options_.first_wait_ms * core::kNanosPerMilli);
+  }
+  // Ranked first: at the head's top score, in the prefill node's order.
+  for (const select::BlockKey& k : keys) {
+    auto& blocks = sel->heads[k.head];
+    if (std::find(blocks.begin(), blocks.end(), k.block) != blocks.end()) continue;
+    float top = 0;
+    if (!sel->scores.empty()) {
+      top = -std::numeric_limits<float>::infinity();
+      for (float v : sel->scores[k.head]) top = std::max(top, v);
+      if (!std::isfinite(top)) top = 0;
+      sel->scores[k.head].push_back(top);
+    }
+    blocks.push_back(k.block);
+  }
+  return true;
+}
+
 Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, float* out) {
   if (layer == 0) {
     const core::Nanos now = core::NowNanos();
@@ -201,6 +248,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   select::LayerSelection sel;
   selector_.Select(layer, q, *summaries, &sel);
   ScorePrediction(layer, sel);
+  const bool first_step = TakeFirstStep(layer, &sel);
 
   // The selected blocks that are not here, highest score first.
   struct Missing {
@@ -240,17 +288,32 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   }
   if (options_.fetch_on_demand) RequestPredicted(layer);
 
-  // Attend over what is here (selected and present, plus the generated tail) while the
-  // missing blocks are in flight.
+  // Attend over what is here (the selected blocks that are present - or, with attend_present,
+  // every present block - plus the generated tail) while the missing blocks are in flight.
   const core::Nanos t_local = core::NowNanos();
   const int g = config_.n_group(), d = config_.head_dim;
   const kernels::AttentionParams p = config_.LayerAttention(layer, kv_->geometry().dtype);
   std::vector<std::vector<std::int32_t>> absent(config_.n_kv_heads);
   std::vector<std::int32_t> here;
+  const auto n_blocks = static_cast<std::int32_t>(residency_->n_blocks());
   for (int h = 0; h < config_.n_kv_heads; ++h) {
+    // One look at each block's residency, so a block landing now is in `here` or in
+    // `absent` (merged below if it lands in time), never in both.
     here.clear();
-    for (std::int32_t b : sel.heads[h]) {
-      (residency_->present(layer, h, b) ? here : absent[h]).push_back(b);
+    if (options_.attend_present) {  // every present block, in block order
+      selected_mask_.assign(static_cast<std::size_t>(n_blocks), 0);
+      for (std::int32_t b : sel.heads[h]) selected_mask_[b] = 1;
+      for (std::int32_t b = 0; b < n_blocks; ++b) {
+        if (residency_->present(layer, h, b)) {
+          here.push_back(b);
+        } else if (selected_mask_[b]) {
+          absent[h].push_back(b);
+        }
+      }
+    } else {
+      for (std::int32_t b : sel.heads[h]) {
+        (residency_->present(layer, h, b) ? here : absent[h]).push_back(b);
+      }
     }
     refs_.clear();
     select::SelectedRefs(*kv_, layer, h, n_prompt_, here, pos, &refs_);
@@ -269,7 +332,8 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   bool merged_any = false;
   if (!awaited.empty()) {
     const core::Nanos t0 = core::NowNanos();
-    const core::Nanos bound = std::min(WaitBound(layer), step_timeout_);
+    core::Nanos bound = std::min(WaitBound(layer), step_timeout_);
+    if (first_step) bound = std::max(bound, std::min(first_step_until_ - t0, step_timeout_ - 1));
     const Status waited = residency_->WaitUntil(
         [&] {
           if (link_down_.load()) return true;
@@ -346,9 +410,13 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
   nlohmann::json j;
   if (exact_at_ != 0) j["time_to_exact_ms"] = core::ToMillis(exact_at_ - start);
   j["recomputed_locally"] = recovered_;
+  // First-step blocks count as requested here (they are on their way when announced), so
+  // they are taken out of the on-demand figure; all of them are pushed.
+  const double first_step = std::min(static_cast<double>(first_step_blocks_) * block_bytes, on_demand);
   j["bytes_by_path"] = {{"summaries", summary_bytes_},
                         {"proactive", proactive},
-                        {"on_demand", on_demand},
+                        {"first_step", first_step},
+                        {"on_demand", on_demand - first_step},
                         {"speculative", std::max(0.0, received - proactive - on_demand)}};
   j["on_demand_ratio"] = selected_ > 0 ? static_cast<double>(missing_) / static_cast<double>(selected_) : 0.0;
   j["on_demand_ratio_per_step"] = step_ratio_;

@@ -10,12 +10,15 @@
 //   - else: select blocks per KV head from the summaries and the query (sinks, local window,
 //     top budget); request the missing ones in one batched high-priority pull (and tell the
 //     prefill node, so its speculative stream skips them); attend over the present selected
-//     blocks and the generated tail while the pull is in flight; when it lands, attend over the
+//     blocks (with attend_present, the default: every present block) and the generated tail
+//     while the pull is in flight; when it lands, attend over the
 //     fetched blocks and merge by log-sum-exp. Layer l+1's predicted blocks (layer l's choice)
 //     are requested right after layer l's own, while layer l runs; once the prediction has
 //     been checked on kPredictionWarmup blocks, it goes on only while at least half of the
 //     predicted blocks turn out to be selected (a wrong guess costs link time the real
 //     fetches need).
+//   - the first step also takes the blocks the prefill node's own run of it selected (exact
+//     attention mass; AddFirstStep), ranked first, and waits for them up to first_wait_ms;
 //   - the wait for the fetch is bounded (SmartgenOptions::wait_bound_ms, by default about the
 //     layer's own local attention time): what has not landed is left out of this step and
 //     used from the step it lands in; fetches are ranked by score and sized by the link rate;
@@ -64,9 +67,13 @@ class SmartgenSession final : public model::AttentionOverride {
   // Control-message intake (any thread).
   Status AddSummaries(std::span<const std::byte> wire);
   Status AddManifest(int layer, const std::vector<select::BlockKey>& blocks);
+  // The blocks the prefill node's run of the first decode step selected in `layer`, best
+  // first (SmartgenOptions::first_step); they are on their way (marked requested).
+  Status AddFirstStep(int layer, const std::vector<select::BlockKey>& blocks);
   void OnLinkDown();
 
-  // Every layer's summaries and manifest arrived and every manifest block is present.
+  // Every layer's summaries and manifest (and, with first_step, first-step manifest) arrived
+  // and every proactive manifest block is present.
   bool Ready() const;
   bool exact() const { return exact_at_ != 0; }
   // Called once, on the engine thread, when the request becomes exact.
@@ -98,6 +105,9 @@ class SmartgenSession final : public model::AttentionOverride {
   core::Nanos WaitBound(int layer) const;
   // Per-step statistics: the share of the selection's bound attention mass that was present.
   void RecordPresence(int layer, const select::LayerSelection& sel);
+  // Adds the prefill node's first-step blocks of `layer` to `sel` the first time the layer
+  // runs; true then (the step waits for them up to first_wait_ms).
+  bool TakeFirstStep(int layer, select::LayerSelection* sel);
   Status Recover(const Status& why);
   void CheckExact();
   // Requests layer l+1's predicted blocks, while the prediction keeps paying.
@@ -126,15 +136,20 @@ class SmartgenSession final : public model::AttentionOverride {
   std::vector<std::unique_ptr<select::LayerSummaries>> summaries_;  // [n_layers]
   std::vector<std::vector<select::BlockKey>> manifest_;             // [n_layers]
   std::vector<std::uint8_t> manifest_seen_;                         // [n_layers]
+  std::vector<std::vector<select::BlockKey>> first_step_;           // [n_layers], until used
+  std::vector<std::uint8_t> first_step_seen_;                       // [n_layers]
+  std::vector<std::uint8_t> first_step_used_;                       // [n_layers], engine thread
   std::atomic<bool> link_down_{false};
 
   core::Nanos exact_at_ = 0;
+  core::Nanos first_step_until_ = 0;  // the first step waits for its blocks until then
   bool recovered_ = false;
   // Engine-thread statistics.
   std::int64_t steps_ = 0;            // layer-steps through the selective path
   std::int64_t selected_ = 0, missing_ = 0;
   std::int64_t blocks_fetched_ = 0;   // pulled on demand (predicted included)
   std::int64_t summary_bytes_ = 0, proactive_blocks_ = 0;
+  std::int64_t first_step_blocks_ = 0;  // announced by the prefill node (under mu_)
   std::vector<double> layer_stall_ms_;     // [n_layers]
   std::vector<double> local_ms_;           // [n_layers] EWMA of the local attention time
   core::Nanos step_start_ = 0;
@@ -151,6 +166,7 @@ class SmartgenSession final : public model::AttentionOverride {
   std::vector<select::BlockKey> predicted_keys_;
   std::int64_t predicted_ = 0, predicted_hits_ = 0;
   std::vector<kernels::KvBlockRef> refs_;
+  std::vector<std::uint8_t> selected_mask_;  // [n_blocks] scratch of one head's selection
   std::vector<float> o2_, lse_, lse2_;
   std::vector<float> head_lse_;  // [n_kv_heads][n_group] LSE of the local pass
 };

@@ -240,6 +240,20 @@ void PrefillNode::HandlePrefill(const httplib::Request& req, httplib::Response& 
   if (!body.ok()) return ReplyStatus(res, body.status());
   auto call = ParsePrefillCall(*body);
   if (!call.ok()) return ReplyStatus(res, call.status());
+  // KV goes only to the decode nodes this node was configured with (--allow-decode), so a
+  // caller holding the token cannot make it connect anywhere or feed another pool.
+  if (Result<bool> allowed = DecodeAddressAllowed(config_.allowed_decode, call->decode_address);
+      !allowed.ok() || !*allowed) {
+    metrics_.GetCounter("smartgen_prefill_decode_refused_total",
+                        "Prefill calls refused: the decode address is not an allowed decode node")
+        .Increment();
+    SG_LOG_WARN("prefill", "{}: refused the prefill of request {} from {}: decode address {} is not in "
+                "--allow-decode", config_.name, call->request_id, req.remote_addr, call->decode_address);
+    ReplyStatus(res, PermissionDenied("decode address {} is not an allowed decode node",
+                                      call->decode_address));
+    res.status = 403;  // authenticated, but not allowed (401 is for a missing or bad signature)
+    return;
+  }
   auto job = std::make_shared<Job>();
   job->call = std::move(*call);
   const core::Deadline deadline = core::Deadline::After(job->call.timeout_ms * core::kNanosPerMilli);
@@ -388,6 +402,11 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
                                            rt_.pool.get());
   }
 
+  if (sg && sg_options.first_step) {
+    // Room for token 1's row, for the first step after the prefill (RunFirstStep); without it
+    // the step is skipped, nothing else changes.
+    entry->kv.Reserve(n_prompt + 1).IgnoreError();
+  }
   std::vector<float> logits;
   model::ForwardChunk chunk;
   chunk.kv = &entry->kv;
@@ -424,6 +443,12 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   model::Sampler sampler(call.spec.sampling, 0);
   sampler.SetPrompt(call.spec.prompt);  // repetition_penalty sees the prompt
   const std::int32_t first = sampler.Sample(logits);
+  double first_step_ms = 0;
+  if (sg && sg_options.first_step) {
+    auto ran = RunFirstStep(peer, id, call.spec.Emitted(0, first), *sg, entry->kv, deadline);
+    if (!ran.ok()) return fail(ran.status());
+    first_step_ms = *ran;
+  }
   if (Status st = SendControl(peer, ControlMessage::PrefillDone(id, first, n_prompt)); !st.ok()) {
     return fail(st);
   }
@@ -442,8 +467,48 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
                  {"mode", TransferModeName(call.mode)},
                  {"link_bytes_per_s", LinkRate(peer)},
                  {"link_measured", endpoint_->LinkBytesPerSecond(peer) > 0}};
-  if (sg) reply.stats["smartgen"] = sg->Stats();
+  if (sg) {
+    reply.stats["smartgen"] = sg->Stats();
+    reply.stats["smartgen"]["first_step_ms"] = first_step_ms;
+  }
   return reply;
+}
+
+Result<double> PrefillNode::RunFirstStep(transfer::PeerId peer, std::uint64_t id, std::int32_t token,
+                                         SmartgenPrefill& sg, kv::SequenceKv& kv,
+                                         core::Deadline deadline) {
+  core::Stopwatch watch;
+  const std::int64_t n_prompt = kv.n_tokens();
+  const int n_layers = rt_.model->config().n_layers;
+  std::vector<std::vector<select::BlockKey>> keys(n_layers);
+  // (The position was reserved before the prefill: growing the block table now would race the
+  // link's reads of it.)
+  if (kv.capacity_tokens() > n_prompt) {
+    model::ForwardChunk c;
+    c.kv = &kv;
+    c.tokens = std::span<const std::int32_t>(&token, 1);
+    c.on_layer_q = [&](int layer, const float* q, std::int64_t) {
+      keys[layer] = sg.FirstStepBlocks(layer, q, kv);
+    };
+    model::ForwardChunk chunks[1] = {c};
+    const Status st = rt_.forward->Run(chunks);
+    kv.set_n_tokens(n_prompt);  // token 1's row is the decode node's to keep
+    if (!st.ok()) {
+      SG_LOG_WARN("prefill", "request {}: first step failed ({}); the decode node selects alone", id,
+                  st.ToString());
+      for (auto& k : keys) k.clear();
+    }
+  } else {
+    SG_LOG_WARN("prefill", "request {}: no room for the first step; the decode node selects alone", id);
+  }
+  // Control frames overtake data: every manifest is there before the blocks and PrefillDone.
+  std::vector<select::BlockKey> order = sg.TakeHeldBack();
+  for (int l = 0; l < n_layers; ++l) {
+    SG_RETURN_IF_ERROR(SendControl(peer, ControlMessage::FirstStepManifest(id, l, keys[l])));
+    order.insert(order.end(), keys[l].begin(), keys[l].end());  // layer 0's first: it runs first
+  }
+  SG_RETURN_IF_ERROR(Push(peer, ToRanges(id, order), transfer::Priority::kOnDemand, deadline));
+  return watch.ElapsedMillis();
 }
 
 }  // namespace smartgen::node

@@ -40,6 +40,8 @@
 
 namespace smartgen::node {
 
+class SmartgenPrefill;
+
 class PrefillNode {
  public:
   // `transport` overrides config.transport (tests inject a fault transport).
@@ -75,6 +77,13 @@ class PrefillNode {
                     int end_layer, std::int64_t n_blocks, core::Deadline deadline);
   Status Push(transfer::PeerId peer, std::vector<transfer::BlockRange> ranges,
               transfer::Priority priority, core::Deadline deadline);
+  // SmartGen's first decode step, here (SmartgenOptions::first_step): token 1 through the model
+  // on the request's KV, each layer's query ranking its blocks; announces the top ones per
+  // layer and pushes them (after the last blocks held back for it) ahead of everything else.
+  // A step that cannot run (no room for one more position) announces nothing; the decode node
+  // then selects by itself. Returns the milliseconds it took.
+  Result<double> RunFirstStep(transfer::PeerId peer, std::uint64_t request_id, std::int32_t token,
+                              SmartgenPrefill& sg, kv::SequenceKv& kv, core::Deadline deadline);
   Status SendControl(transfer::PeerId peer, std::span<const std::byte> bytes, ControlType type);
   Status SendControl(transfer::PeerId peer, const ControlMessage& m);
   void OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes);

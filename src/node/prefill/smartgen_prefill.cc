@@ -1,6 +1,7 @@
 #include "node/prefill/smartgen_prefill.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "node/common/control_messages.h"
@@ -39,7 +40,8 @@ SmartgenPrefill::SmartgenPrefill(std::uint64_t request_id, const model::ModelCon
       budget_(select::PlanProactiveBudget(geometry, n_prompt, budget_bytes, profile,
                                           options.proactive)),
       plans_(config.n_layers),
-      pushed_(budget_.grid) {}
+      pushed_(budget_.grid),
+      block_tokens_(geometry.block_tokens) {}
 
 void SmartgenPrefill::OnLayerQuery(int, const float* q, std::int64_t n_tokens) {
   const std::int64_t rows = std::min<std::int64_t>(options_.query_window, n_tokens);
@@ -66,8 +68,52 @@ SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::S
   }
   pushed_blocks_ += static_cast<std::int64_t>(keys.size());
   out.manifest = EncodeControl(ControlMessage::Manifest(request_id_, layer, keys));
+  if (options_.first_step && n_prompt_ % block_tokens_ != 0) {
+    const std::int32_t last = budget_.grid.n_blocks - 1;
+    std::vector<select::BlockKey> now;
+    for (const select::BlockKey& k : keys) (k.block == last ? held_back_ : now).push_back(k);
+    keys.swap(now);
+  }
   out.push = ToRanges(request_id_, keys);
   return out;
+}
+
+std::vector<select::BlockKey> SmartgenPrefill::FirstStepBlocks(int layer, const float* q,
+                                                                const kv::SequenceKv& kv) {
+  // One query row: the softmax runs over the whole prompt (a row at n_prompt - 1 sees it all;
+  // RoPE is already in q and k, so the row's nominal position changes nothing else).
+  std::vector<float> scores;
+  select::RequestScores(config_, kv, layer, n_prompt_, q, 1, &scores, pool_);
+  const auto n_blocks = static_cast<std::int32_t>(budget_.grid.n_blocks);
+  const select::OnDemandOptions& od = options_.on_demand;
+  const std::int32_t k =
+      options_.first_step_fraction > 0
+          ? std::max<std::int32_t>(1, static_cast<std::int32_t>(std::ceil(options_.first_step_fraction * n_blocks)))
+      : od.budget_blocks > 0
+          ? od.budget_blocks
+          : std::max(od.min_budget_blocks, static_cast<std::int32_t>(std::ceil(od.budget_fraction * n_blocks)));
+  std::vector<std::vector<std::int32_t>> top(config_.n_kv_heads);
+  for (int h = 0; h < config_.n_kv_heads; ++h) {
+    std::vector<std::int32_t>& order = top[h];
+    order.resize(n_blocks);
+    for (std::int32_t b = 0; b < n_blocks; ++b) order[b] = b;
+    const float* row = scores.data() + static_cast<std::size_t>(h) * n_blocks;
+    const std::int32_t take = std::min(k, n_blocks);
+    std::partial_sort(order.begin(), order.begin() + take, order.end(),
+                      [&](std::int32_t a, std::int32_t b) { return row[a] > row[b]; });
+    order.resize(take);
+  }
+  // Rank r of every head before rank r + 1 of any, so what lands first serves every head.
+  std::vector<select::BlockKey> keys;
+  for (std::int32_t r = 0; r < k; ++r) {
+    for (int h = 0; h < config_.n_kv_heads; ++h) {
+      if (r >= static_cast<std::int32_t>(top[h].size())) continue;
+      const select::BlockKey key{layer, h, top[h][r]};
+      if (pushed_.Insert(key)) keys.push_back(key);
+    }
+  }
+  first_step_blocks_ += static_cast<std::int64_t>(keys.size());
+  return keys;
 }
 
 select::SpeculativeStream SmartgenPrefill::TakeSpeculative() {
@@ -79,6 +125,7 @@ nlohmann::json SmartgenPrefill::Stats() const {
           {"proactive_blocks", pushed_blocks_},
           {"proactive_bytes", pushed_blocks_ * static_cast<std::int64_t>(budget_.block_bytes)},
           {"summary_bytes", summary_bytes_},
+          {"first_step_blocks", first_step_blocks_},
           {"total_blocks", budget_.grid.total()},
           {"policy", budget_.note}};
 }

@@ -45,6 +45,17 @@ class SmartgenPrefill {
   // Layer `layer`'s K/V of the prompt are in `kv`.
   LayerOutput OnLayerDone(int layer, const kv::SequenceKv& kv);
 
+  // The first decode step, run here once prefill is done (SmartgenOptions::first_step): `q` is
+  // token 1's post-RoPE query in `layer`. Ranks the layer's prompt blocks per KV head by the
+  // exact attention mass of that query and returns the top on-demand budget of them that were
+  // not pushed yet, best first, interleaved across heads; they count as pushed from here on.
+  std::vector<select::BlockKey> FirstStepBlocks(int layer, const float* q, const kv::SequenceKv& kv);
+
+  // With first_step, a prompt whose last block is partial keeps that block out of the layer
+  // pushes: the first step writes token 1's row into it, so it is sent only after (the row is
+  // right, and the decode node writes its own there). Those blocks, to push once it has run.
+  std::vector<select::BlockKey> TakeHeldBack() { return std::move(held_back_); }
+
   // Every block not pushed proactively, in speculative order; and the pushed set (to skip).
   select::SpeculativeStream TakeSpeculative();
   const select::BlockSet& pushed() const { return pushed_; }
@@ -65,6 +76,9 @@ class SmartgenPrefill {
   select::BlockSet pushed_;
   std::int64_t summary_bytes_ = 0;
   std::int64_t pushed_blocks_ = 0;
+  std::int64_t first_step_blocks_ = 0;
+  int block_tokens_;
+  std::vector<select::BlockKey> held_back_;
 };
 
 // Groups consecutive keys of one (layer, head) with adjacent block indices into ranges,
