@@ -13,6 +13,10 @@ void RegisterBenchTtst(CLI::App& bench) {
   cmd->add_option("--modes", o->modes, "transfer modes")->delimiter(',')->capture_default_str();
   cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt lengths")->delimiter(',')
       ->capture_default_str();
+  cmd->add_option("--prompt-set", o->prompt_set,
+                  "random | retrieval (kv-retrieval models) | a prompts file (text: teacher-forced "
+                  "agreement and exact match against colocated)")->capture_default_str();
+  cmd->add_option("--prompts", o->prompt_count, "retrieval: prompts per length")->capture_default_str();
   cmd->add_option("--output-tokens", o->output_tokens, "tokens generated per request")
       ->capture_default_str();
   cmd->add_option("--link-gbps", o->link_gbps, "link rates in Gbit/s (0 = unshaped)")->delimiter(',');

@@ -11,48 +11,24 @@
 
 #include "core/log.h"
 #include "core/mapped_file.h"
+#include "tools/ttst_accuracy.h"
 #include "tools/ttst_bench.h"
+#include "tools/ttst_prompts.h"
+#include "tools/ttst_request.h"
 
 namespace smartgen::tools {
 namespace {
 
 using nlohmann::json;
 
-std::vector<std::int32_t> RandomPrompt(std::int64_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> dist(32, 126);  // printable bytes: tokens of every vocab we make
-  std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
-  for (auto& id : ids) id = dist(rng);
-  return ids;
-}
-
-struct TtstMeasured {
-  json response_stats;  // the response's `smartgen` object
-  std::vector<std::int32_t> tokens;
-};
-
 Result<TtstMeasured> Request(const LocalCluster& cluster, const std::vector<std::int32_t>& prompt,
-                         int max_tokens, const std::string& mode, const json& options) {
-  json ext = {{"mode", mode}, {"return_token_ids", true}, {"ignore_eos", true}};
-  if (!options.is_null()) ext["options"] = options;
-  json body = {{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}, {"smartgen", ext}};
-  SG_ASSIGN_OR_RETURN(json r, cluster.Complete(body));
-  TtstMeasured m;
-  m.response_stats = r.value("smartgen", json::object());
-  if (m.response_stats.contains("token_ids")) {
-    m.tokens = m.response_stats["token_ids"].get<std::vector<std::int32_t>>();
-  }
-  return m;
-}
-
-double Num(const json& j, const char* a, const char* b = nullptr) {
-  const json* v = &j;
-  for (const char* k : {a, b}) {
-    if (k == nullptr) break;
-    if (!v->is_object() || !v->contains(k)) return 0.0;
-    v = &(*v)[k];
-  }
-  return v->is_number() ? v->get<double>() : 0.0;
+                             int max_tokens, const std::string& mode, const json& options) {
+  BenchRequest rq;
+  rq.prompt = prompt;
+  rq.max_tokens = max_tokens;
+  rq.mode = mode;
+  rq.options = options;
+  return SendBenchRequest(cluster, rq);
 }
 
 }  // namespace
@@ -67,8 +43,17 @@ Status RunTtstBench(TtstBenchOptions o) {
     options = json::parse(o.options_json, nullptr, false);
     if (options.is_discarded()) return InvalidArgument("--options is not valid JSON");
   }
-  std::map<std::int64_t, std::vector<std::int32_t>> prompts;
-  for (std::int64_t n : o.prompt_tokens) prompts[n] = RandomPrompt(n, o.seed + n);
+  PromptSetOptions ps;
+  ps.set = o.prompt_set;
+  ps.prompt_tokens = o.prompt_tokens;
+  ps.count = o.prompt_count;
+  ps.seed = o.seed;
+  ps.model_path = o.cluster.model_path;
+  SG_ASSIGN_OR_RETURN(PromptSet set, LoadPromptSet(ps));
+  std::map<std::int64_t, const PromptGroup*> groups;
+  for (const PromptGroup& g : set.groups) groups[g.n_prompt] = &g;
+  std::vector<std::int64_t> lengths;
+  for (auto& [n, g] : groups) lengths.push_back(n);
 
   // Calibration (for --ratio and for R): prefill time and KV bytes per prompt length,
   // measured on an unshaped link.
@@ -79,9 +64,9 @@ Status RunTtstBench(TtstBenchOptions o) {
     std::fprintf(stderr, "[bench ttst] calibrating prefill time on an unshaped link...\n");
     SG_ASSIGN_OR_RETURN(LocalCluster cluster, LocalCluster::Start(c));
     SG_RETURN_IF_ERROR(Request(cluster, RandomPrompt(64, 7), 2, "layerwise", nullptr).status());
-    for (std::int64_t n : o.prompt_tokens) {
-      SG_ASSIGN_OR_RETURN(TtstMeasured m, Request(cluster, prompts[n], 2, "layerwise", nullptr));
-      prefill_ms[n] = Num(m.response_stats, "prefill", "prefill_ms");
+    for (std::int64_t n : lengths) {
+      SG_ASSIGN_OR_RETURN(TtstMeasured m, Request(cluster, groups[n]->prompts[0].prompt, 2, "layerwise", nullptr));
+      prefill_ms[n] = StatNumber(m.response_stats, "prefill", "prefill_ms");
       kv_bytes[n] = m.response_stats.value("prefill", json::object())
                         .value("stats", json::object())
                         .value("kv_bytes", 0.0);
@@ -96,7 +81,7 @@ Status RunTtstBench(TtstBenchOptions o) {
 
   // The (n_prompt, link) points, grouped by link rate: one cluster per rate.
   std::map<double, std::vector<std::pair<std::int64_t, double>>> by_link;  // link -> (n, target R)
-  for (std::int64_t n : o.prompt_tokens) {
+  for (std::int64_t n : lengths) {
     if (!o.ratios.empty()) {
       for (double r : o.ratios) {
         const double gbps = kv_bytes[n] * 8 / (r * prefill_ms[n] / 1e3) / 1e9;
@@ -109,6 +94,7 @@ Status RunTtstBench(TtstBenchOptions o) {
   const std::size_t total = [&] {
     std::size_t t = 0;
     for (auto& [g, pts] : by_link) t += pts.size() * o.modes.size() * o.reps;
+    if (set.task != PromptTask::kRandom) t = by_link.size();
     return t;
   }();
 
@@ -120,63 +106,58 @@ Status RunTtstBench(TtstBenchOptions o) {
     SG_ASSIGN_OR_RETURN(LocalCluster cluster, LocalCluster::Start(c));
     SG_RETURN_IF_ERROR(Request(cluster, RandomPrompt(32, 9), 2, "colocated", nullptr).status());
     for (auto& [n, target_r] : points) {
+      const double link_ms = gbps > 0 ? kv_bytes[n] * 8 / (gbps * 1e9) * 1e3 : 0;
+      if (set.task != PromptTask::kRandom) {
+        PromptPointOptions po;
+        po.modes = o.modes;
+        po.output_tokens = o.output_tokens;
+        po.options = options;
+        po.progress = [&](const std::string& mode, std::size_t i, std::size_t of) {
+          std::fprintf(stderr, "\r[bench ttst] link %.4g Gbit/s  n_prompt %lld  %zu/%zu  mode %-10s", gbps,
+                       static_cast<long long>(n), i, of, mode.c_str());
+          std::fflush(stderr);
+        };
+        SG_ASSIGN_OR_RETURN(std::vector<json> recs, MeasurePromptPoint(cluster, set.task, *groups[n], po));
+        for (json& rec : recs) {
+          rec["n_prompt"] = n;
+          rec["prompt_set"] = o.prompt_set;
+          rec["link_gbps"] = gbps;
+          rec["R"] = gbps > 0 ? link_ms / prefill_ms[n] : 0.0;
+          rec["target_R"] = target_r;
+          rec["prefill_ms"] = prefill_ms[n];
+          rec["kv_bytes"] = kv_bytes[n];
+          rec["full_kv_link_ms"] = link_ms;
+          rec["output_tokens"] = o.output_tokens;
+          data += rec.dump() + "\n";
+          if (o.json_out) std::printf("%s\n", rec.dump().c_str());
+        }
+        SG_RETURN_IF_ERROR(core::WriteStringToFile(o.data_out, data));
+        continue;
+      }
       for (const std::string& mode : o.modes) {
         for (int rep = 0; rep < o.reps; ++rep) {
           std::fprintf(stderr, "\r[bench ttst] %zu/%zu  link %.4g Gbit/s  n_prompt %lld  mode %-10s",
                        ++done, total, gbps, static_cast<long long>(n), mode.c_str());
           std::fflush(stderr);
-          SG_ASSIGN_OR_RETURN(TtstMeasured m, Request(cluster, prompts[n], o.output_tokens, mode, options));
+          SG_ASSIGN_OR_RETURN(TtstMeasured m, Request(cluster, groups[n]->prompts[0].prompt,
+                                                      o.output_tokens, mode, options));
           const json& s = m.response_stats;
-          const double p_ms = Num(s, "prefill", "prefill_ms") > 0 ? Num(s, "prefill", "prefill_ms")
-                                                                  : prefill_ms[n];
-          const double link_ms = gbps > 0 ? kv_bytes[n] * 8 / (gbps * 1e9) * 1e3 : 0;
+          const double p_ms = StatNumber(s, "prefill", "prefill_ms") > 0
+                                  ? StatNumber(s, "prefill", "prefill_ms") : prefill_ms[n];
           json rec = {
               {"mode", mode},
               {"n_prompt", n},
               {"link_gbps", gbps},
               {"R", gbps > 0 ? link_ms / p_ms : 0.0},
               {"target_R", target_r},
-              // Token times as the router hands tokens to the HTTP front (the server's own
-              // figures are taken when its writer thread gets to them, later under load).
-              {"ttft_ms", s.contains("router_ttft_ms") ? Num(s, "router_ttft_ms") : Num(s, "server", "ttft_ms")},
-              {"ttst_ms", s.contains("router_ttst_ms") ? Num(s, "router_ttst_ms") : Num(s, "server", "ttst_ms")},
-              {"tbt_ms", Num(s, "server", "tbt_ms")},
-              {"e2e_ms", Num(s, "server", "e2e_ms")},
               {"prefill_ms", p_ms},
               {"kv_bytes", kv_bytes[n]},
               {"full_kv_link_ms", link_ms},
-              // What crossed the link: blocks kept and dropped as duplicates, and summaries.
-              {"bytes_transferred", s.contains("kv_bytes_on_wire") ? Num(s, "kv_bytes_on_wire")
-                                                                   : Num(s, "kv_bytes_received")},
-              {"kv_bytes_received", Num(s, "kv_bytes_received")},
-              {"fallback", s.value("fallback", false)},
               {"output_tokens", o.output_tokens},
               {"tokens", m.tokens},
               {"rep", rep},
           };
-          for (const char* k : {"time_to_exact_ms", "bytes_by_path", "on_demand_ratio",
-                                "on_demand_ratio_per_step", "layer_stall_ms", "kv_ready_ms",
-                                "recomputed_locally", "auto", "kv_blocks_duplicate",
-                                "prediction_hit_rate", "present_mass_share_per_step", "late_blocks",
-                                "fetch_capped_blocks", "selection_churn"}) {
-            if (s.contains(k)) rec[k] = s[k];
-          }
-          // Every token's arrival (for the token-time plot) and TBT over tokens 2..n: mean as
-          // above, p99 from the gaps.
-          if (s.contains("server") && s["server"].contains("token_ms")) {
-            const json& t = s["server"]["token_ms"];
-            rec["token_ms"] = t;
-            std::vector<double> gaps;
-            for (std::size_t i = 2; i < t.size(); ++i) gaps.push_back(t[i].get<double>() - t[i - 1].get<double>());
-            if (!gaps.empty()) {
-              std::sort(gaps.begin(), gaps.end());
-              rec["tbt_p99_ms"] = gaps[std::min(gaps.size() - 1, static_cast<std::size_t>(0.99 * gaps.size()))];
-            }
-          }
-          // SmartGen requests that ended before every block arrived never became exact.
-          if (s.contains("bytes_by_path") && !rec.contains("time_to_exact_ms")) {
-            rec["time_to_exact_ms"] = nullptr;
-          }
+          rec.update(RequestFields(s));
           data += rec.dump() + "\n";
           // Written after every record, so a long sweep that stops early keeps what it measured.
           SG_RETURN_IF_ERROR(core::WriteStringToFile(o.data_out, data));
@@ -192,18 +173,23 @@ Status RunTtstBench(TtstBenchOptions o) {
 
   // Table (one line per record) unless JSON was asked for.
   if (!o.json_out) {
-    std::printf("%-10s %7s %10s %6s %10s %10s %9s %10s %12s\n", "mode", "prompt", "link Gb/s", "R",
-                "TTFT ms", "TTST ms", "TBT ms", "e2e ms", "KV bytes");
+    std::printf("%-10s %7s %10s %6s %10s %10s %9s %10s %12s  %s\n", "mode", "prompt", "link Gb/s", "R",
+                "TTFT ms", "TTST ms", "TBT ms", "e2e ms", "KV bytes", "accuracy");
     std::size_t at = 0;
     while (at < data.size()) {
       const std::size_t nl = data.find('\n', at);
       const json r = json::parse(data.substr(at, nl - at));
       at = nl + 1;
-      std::printf("%-10s %7lld %10.4g %6.2f %10.1f %10.1f %9.2f %10.1f %12.0f\n",
+      std::string acc;
+      if (r.contains("accuracy")) acc = fmt::format("{:.3f} ({:+.1f} pt)", r["accuracy"].get<double>(),
+                                                    r["accuracy_delta"].get<double>());
+      if (r.contains("agreement")) acc = fmt::format("agree {:.4f}, exact {:.1f}", r["agreement"].get<double>(),
+                                                     r["exact_match_mean"].get<double>());
+      std::printf("%-10s %7lld %10.4g %6.2f %10.1f %10.1f %9.2f %10.1f %12.0f  %s\n",
                   r["mode"].get<std::string>().c_str(), r["n_prompt"].get<long long>(),
                   r["link_gbps"].get<double>(), r["R"].get<double>(), r["ttft_ms"].get<double>(),
                   r["ttst_ms"].get<double>(), r["tbt_ms"].get<double>(), r["e2e_ms"].get<double>(),
-                  r["bytes_transferred"].get<double>());
+                  r["bytes_transferred"].get<double>(), acc.c_str());
     }
   }
   if (!o.plot.empty()) {

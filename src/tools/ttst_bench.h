@@ -18,6 +18,8 @@ struct TtstBenchOptions {
   LocalClusterOptions cluster;
   std::vector<std::string> modes = {"colocated", "full", "layerwise", "smartgen", "auto"};
   std::vector<std::int64_t> prompt_tokens = {2048, 4096};
+  std::string prompt_set = "random";  // "random" | "retrieval" | a prompts file (ttst_prompts.h)
+  int prompt_count = 200;             // retrieval: prompts per length
   int output_tokens = 32;
   std::vector<double> link_gbps;  // link rates to measure at, or
   std::vector<double> ratios;     // transfer ratios R (not both; neither = unshaped)

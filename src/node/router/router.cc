@@ -15,6 +15,9 @@ using nlohmann::json;
 
 namespace {
 
+// How long a decode stream that finished waits for its prefill call's reply (its figures).
+constexpr core::Nanos kPrefillReplyGrace = core::Seconds(1);
+
 core::Nanos Remaining(const core::Deadline& d) {
   return std::max<core::Nanos>(d.Remaining(), core::Millis(1));
 }
@@ -182,12 +185,23 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
   Status prefill_status;
   AbortableCall prefill_call;  // aborted here when the stream ends, or by the health checks
   std::atomic<bool> decode_over{false};
+  bool prefill_over = false;  // under mu
   std::optional<NodePool::CallGuard> prefill_guard;
   std::thread prefill_thread;
   if (p && accepted) {
     attempt.prefill_ran = true;
     prefill_guard.emplace(p, &prefill_call);
     prefill_thread = std::thread([&] {
+      struct Over {  // however the call ends, the stream side may stop waiting for it
+        std::mutex& mu;
+        std::condition_variable& cv;
+        bool& over;
+        ~Over() {
+          std::lock_guard<std::mutex> lock(mu);
+          over = true;
+          cv.notify_all();
+        }
+      } over{mu, cv, prefill_over};
       PrefillCall pc;
       pc.request_id = id;
       pc.spec = rq.spec;
@@ -222,6 +236,18 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
   }
   decode_thread.join();
   if (prefill_thread.joinable()) {
+    // A short request can finish before the prefill reply (sent once token 1 has crossed the
+    // link) gets here: a stream that ended well waits a moment for it, for its figures.
+    bool finished_well = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      finished_well = last.has_value() && last->kind == DecodeEvent::Kind::kDone;
+    }
+    if (finished_well) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait_for(lock, std::chrono::nanoseconds(std::min(kPrefillReplyGrace, Remaining(rq.deadline))),
+                  [&] { return prefill_over; });
+    }
     decode_over.store(true);
     prefill_call.Abort();
     prefill_thread.join();

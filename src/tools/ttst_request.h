@@ -1,0 +1,39 @@
+// One request of `smartgen bench ttst` through a LocalCluster, and the figures of its record.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "tools/local_cluster.h"
+
+namespace smartgen::tools {
+
+struct BenchRequest {
+  std::vector<std::int32_t> prompt;
+  int max_tokens = 2;
+  std::string mode;
+  nlohmann::json options;              // mode options, or null
+  std::vector<std::int32_t> forced;    // teacher forcing (node/common/generation_spec.h)
+};
+
+struct TtstMeasured {
+  nlohmann::json response_stats;       // the response's `smartgen` object
+  std::vector<std::int32_t> tokens;    // as streamed
+  std::vector<std::int32_t> argmax;    // teacher forcing: the decode node's own picks
+};
+
+// Greedy, end-of-generation ignored.
+Result<TtstMeasured> SendBenchRequest(const LocalCluster& cluster, const BenchRequest& request);
+
+// The record fields of one request: TTFT/TTST as the router hands tokens over, mean and p99
+// TBT over tokens 2..n, e2e, bytes on the wire, each token's arrival, and SmartGen's figures.
+nlohmann::json RequestFields(const nlohmann::json& stats);
+
+// A number at stats[a][b] (0 when absent).
+double StatNumber(const nlohmann::json& stats, const char* a, const char* b = nullptr);
+
+}  // namespace smartgen::tools
