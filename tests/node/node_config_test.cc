@@ -24,6 +24,7 @@ TEST(NodeAdvertise, ReplacesHostAndKeepsTheBoundPortWhereNoneIsGiven) {
       {"10.0.0.3:7000", "10.0.0.3:7000"},   {"10.0.0.3", "10.0.0.3:9201"},
       {"10.0.0.3:0", "10.0.0.3:9201"},      {"decode-1.internal", "decode-1.internal:9201"},
       {"[fd00::3]", "[fd00::3]:9201"},      {"[fd00::3]:7000", "[fd00::3]:7000"},
+      {"fd00::3", "[fd00::3]:9201"},  // bare IPv6: a host (CLI11 strips a lone "[...]")
   };
   for (const Case& c : cases) {
     auto a = AdvertisedAddress(c.advertise, "0.0.0.0:9201");
@@ -36,7 +37,7 @@ TEST(NodeAdvertise, ReplacesHostAndKeepsTheBoundPortWhereNoneIsGiven) {
 }
 
 TEST(NodeAdvertise, RefusesMalformedAddresses) {
-  for (const char* bad : {"fd00::3", "fd00::3:7000", "[fd00::3", "10.0.0.3:x", ":7000", "*:7000"}) {
+  for (const char* bad : {"[fd00::3", "10.0.0.3:x", ":7000", "*:7000", "::", "fd00::3]:7000"}) {
     auto a = AdvertisedAddress(bad, "0.0.0.0:9201");
     EXPECT_FALSE(a.ok()) << bad;
     if (!a.ok()) {
@@ -68,7 +69,8 @@ TEST(NodeAllowDecode, AnEmptyListAllowsAnyAddress) {
 }
 
 TEST(NodeAllowDecode, MatchesHostAndPortOrHostAlone) {
-  const std::vector<std::string> allowed = {"10.0.0.3:9201", "10.0.0.4", "[fd00::5]:9201", "Decode-6.internal"};
+  const std::vector<std::string> allowed = {"10.0.0.3:9201", "10.0.0.4", "[fd00::5]:9201",
+                                            "Decode-6.internal", "::1"};
   struct Case {
     const char* address;
     bool want;
@@ -78,6 +80,7 @@ TEST(NodeAllowDecode, MatchesHostAndPortOrHostAlone) {
       {"[fd00::5]:9201", true},          {"[fd00:0:0::5]:9201", true},  // the same IPv6 address
       {"[fd00::6]:9201", false},         {"decode-6.internal:9201", true},
       {"10.0.0.30:9201", false},         {"127.0.0.1:9201", false},
+      {"[::1]:9201", true},              {"[0:0::1]:1", true},
       {"not an address", false},
   };
   for (const Case& c : cases) {
@@ -88,7 +91,7 @@ TEST(NodeAllowDecode, MatchesHostAndPortOrHostAlone) {
 }
 
 TEST(NodeAllowDecode, AMalformedEntryIsAnError) {
-  for (const char* bad : {"fd00::5", "[fd00::5", "*", "10.0.0.3:x"}) {
+  for (const char* bad : {"[fd00::5", "*", "10.0.0.3:x", "::"}) {
     EXPECT_EQ(DecodeAddressAllowed({bad}, "10.0.0.3:9201").status().code(), StatusCode::kInvalidArgument) << bad;
   }
 }

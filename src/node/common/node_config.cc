@@ -43,9 +43,14 @@ Status SplitHostPort(const std::string& address, std::string* host, int* port) {
 
 namespace {
 
-// "host", "host:port", "[v6]" or "[v6]:port"; port 0 when none is given. kInvalidArgument for
+// "host", "host:port", "[v6]", "[v6]:port" or a bare IPv6 address ("fd00::3": no port; CLI11
+// takes the brackets off a lone "[fd00::3]"); port 0 when none is given. kInvalidArgument for
 // anything else, a wildcard host included.
 Result<transfer::HostPort> ParseHostMaybePort(const std::string& text, std::string_view what) {
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, text.c_str(), &v6) == 1 && !IN6_IS_ADDR_UNSPECIFIED(&v6)) {
+    return transfer::HostPort{text, 0};
+  }
   const bool has_port = !text.empty() && text.back() != ']' && text.find(':') != std::string::npos;
   auto hp = transfer::ParseHostPort(has_port ? text : text + ":0");
   if (!hp.ok() || hp->host.empty() || hp->host == "*") {

@@ -28,11 +28,13 @@ struct NodeConfig {
   int http_port = 0;                         // 0 = ephemeral
   std::string transfer_address = "127.0.0.1:0";  // decode nodes listen here for KV
   // Decode nodes: the KV address handed to peers (NodeInfo::transfer_address), "host:port",
-  // "[v6]:port", or a host alone / port 0 for the bound port; "" = the bound address. Needed
+  // "[v6]:port", or a host alone ("[v6]" or a bare "v6") / port 0 for the bound port; "" = the
+  // bound address. Needed
   // when peers reach this node at another address than it binds (0.0.0.0, NAT, a name).
   std::string advertise;
   // Prefill nodes: the decode nodes this node may send KV to (their KV addresses: "host:port",
-  // "[v6]:port", or a host alone for any port), e.g. the router's decode pool; a prefill call
+  // "[v6]:port", or a host alone for any port; a bare IPv6 address is a host), e.g. the router's
+  // decode pool; a prefill call
   // naming another address is refused with 403. Empty = any address (loopback runs, tests).
   std::vector<std::string> allowed_decode;
   std::string transport = "tcp";             // tcp | ucx | loopback
