@@ -1,11 +1,24 @@
 #include "server/openai_logprobs.h"
 
+#include <fmt/format.h>
+
 #include <string>
+
+#include "tokenizer/utf8.h"
 
 namespace smartgen::server {
 namespace {
 
 using nlohmann::json;
+
+// A token's text as a JSON string: the piece itself when it is valid UTF-8, else OpenAI's
+// "bytes:\\xNN..." spelling, so that distinct partial characters stay distinct keys.
+std::string PieceText(std::string_view piece) {
+  if (tokenizer::IsValidUtf8(piece)) return std::string(piece);
+  std::string out = "bytes:";
+  for (unsigned char ch : piece) out += fmt::format("\\x{:02x}", ch);
+  return out;
+}
 
 json Bytes(std::string_view piece) {
   json out = json::array();
@@ -14,7 +27,7 @@ json Bytes(std::string_view piece) {
 }
 
 json ChatTokenJson(std::string_view piece, float logprob) {
-  return {{"token", std::string(piece)}, {"logprob", logprob}, {"bytes", Bytes(piece)}};
+  return {{"token", PieceText(piece)}, {"logprob", logprob}, {"bytes", Bytes(piece)}};
 }
 
 }  // namespace
@@ -24,13 +37,13 @@ json CompletionLogprobsJson(const tokenizer::Tokenizer& tok, std::span<const Log
   json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
        offsets = json::array();
   for (const LogprobEntry& e : entries) {
-    tokens.push_back(std::string(tok.TokenToPiece(e.token)));
+    tokens.push_back(PieceText(tok.TokenToPiece(e.token)));
     token_logprobs.push_back(e.logprobs.logprob);
     json alternatives = json::object();
     for (const auto& [id, lp] : e.logprobs.top) {
-      alternatives[std::string(tok.TokenToPiece(id))] = lp;
+      alternatives[PieceText(tok.TokenToPiece(id))] = lp;
     }
-    alternatives[std::string(tok.TokenToPiece(e.token))] = e.logprobs.logprob;
+    alternatives[PieceText(tok.TokenToPiece(e.token))] = e.logprobs.logprob;
     top.push_back(std::move(alternatives));
     offsets.push_back(*text_offset);
     *text_offset += static_cast<std::int64_t>(tok.TokenToPiece(e.token, /*special=*/false).size());

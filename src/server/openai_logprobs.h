@@ -8,7 +8,9 @@
 //                 "top_logprobs": [{"token", "logprob", "bytes"}, ...]}]}
 //
 // A streaming chunk carries the same object for the tokens of its delta. Pieces are the
-// tokens' text as the tokenizer writes them (special tokens by name). Pure functions.
+// tokens' text as the tokenizer writes them (special tokens by name); a piece that is not valid
+// UTF-8 (part of a character) is written "bytes:\xNN..." as OpenAI does, so distinct pieces stay
+// distinct keys. Pure functions.
 #pragma once
 
 #include <cstdint>
