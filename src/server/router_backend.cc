@@ -44,7 +44,11 @@ Result<GenerationResult> RouterBackend::Generate(const GenerationRequest& reques
   rq.deadline = request.deadline;
   // The client leaving ends the request on the nodes within about a second (router.h).
   rq.cancelled = [cancel = request.cancel] { return cancel && cancel->cancelled(); };
-  SG_ASSIGN_OR_RETURN(node::RouteResult r, router_->Generate(rq, on_token));
+  const node::Router::TokenSink sink = [&on_token](std::int32_t t,
+                                                   const model::TokenLogprobs* logprobs) {
+    return on_token(GeneratedToken(t, 0, logprobs));
+  };
+  SG_ASSIGN_OR_RETURN(node::RouteResult r, router_->Generate(rq, sink));
   GenerationResult out;
   out.finish_reason = std::move(r.finish_reason);
   out.stats = std::move(r.stats);

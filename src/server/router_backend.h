@@ -17,10 +17,12 @@ class RouterBackend final : public CompletionBackend {
   const tokenizer::Tokenizer& tokenizer() const override { return router_->model().tokenizer(); }
   std::string model_name() const override;
   std::int64_t context_length() const override { return router_->context_length(); }
-  // The sampling fields travel to both nodes in node::GenerationSpec; n > 1 is n routed
-  // requests (the prompt's KV is not shared across them: each is prefilled on a prefill node).
+  // The sampling fields travel to both nodes in node::GenerationSpec, and each token's
+  // log-probabilities come back on the decode stream (token 1's from the prefill node over the
+  // KV link); n > 1 is n routed requests (the prompt's KV is not shared across them: each is
+  // prefilled on a prefill node).
   BackendFeatures features() const override {
-    return {.logprobs = false, .logit_processing = true, .ignore_eos = true, .choices = false};
+    return {.logprobs = true, .logit_processing = true, .ignore_eos = true, .choices = false};
   }
   Result<GenerationResult> Generate(const GenerationRequest& request,
                                             const TokenSink& on_token) override;

@@ -65,7 +65,7 @@ class DecodeEngineTest : public ::testing::Test {
     job.kv = &seq->kv;
     job.spec = std::move(spec);
     job.ready = std::move(ready);
-    job.on_token = [seq](int index, std::int32_t t) {
+    job.on_token = [seq](int index, std::int32_t t, const model::TokenLogprobs*) {
       if (seq->first_index < 0) seq->first_index = index;
       EXPECT_EQ(index, seq->first_index + static_cast<int>(seq->out.tokens.size()));
       seq->out.tokens.push_back(t);

@@ -3,6 +3,7 @@
 // token-identical across transfer modes (checked through curl's SSE stream too), a bounded load
 // test must answer every request once with metrics that add up, and killing a node mid-request
 // must give that client a clean error (or a correct answer) while the router keeps serving.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -267,6 +268,36 @@ TEST_F(HttpDeployment, SamplingFieldsAndChoicesWorkInEveryMode) {
       testing::PostJson(server_->port(), "/v1/completions", body("layerwise", false, 1, 11));
   ASSERT_EQ(plain.status, 200) << plain.body;
   EXPECT_NE(plain.body_json["smartgen"]["token_ids"], outputs[0][0]);
+}
+
+// logprobs through the router: token 1's come from the prefill node (over the KV link), the
+// rest from the decode node; every mode reports the same numbers, and greedy picks the top one.
+TEST_F(HttpDeployment, LogprobsComeBackThroughTheRouterInEveryMode) {
+  const auto prompt = Prompt(100, 6);
+  std::vector<double> reference;
+  for (const char* mode : {"colocated", "full", "layerwise", "smartgen", "auto"}) {
+    json ext = {{"mode", mode}};
+    if (std::string(mode) == "smartgen") {
+      ext["options"] = {{"budget_fraction", 1.0}, {"proactive_ratio", 8.0}};
+    }
+    const testing::HttpReply r = testing::PostJson(
+        server_->port(), "/v1/completions",
+        {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}, {"logprobs", 3},
+         {"ignore_eos", true}, {"smartgen", ext}});
+    ASSERT_EQ(r.status, 200) << mode << ": " << r.body;
+    const json& lp = r.body_json["choices"][0]["logprobs"];
+    ASSERT_EQ(lp["token_logprobs"].size(), 8u) << mode << ": " << r.body;
+    std::vector<double> got;
+    for (std::size_t i = 0; i < 8; ++i) {
+      const double chosen = lp["token_logprobs"][i];
+      double best = -1e30;
+      for (const auto& [piece, v] : lp["top_logprobs"][i].items()) best = std::max(best, v.get<double>());
+      EXPECT_NEAR(best, chosen, 1e-6) << mode << " token " << i;  // greedy: the most likely
+      got.push_back(chosen);
+    }
+    if (reference.empty()) reference = got;
+    for (std::size_t i = 0; i < 8; ++i) EXPECT_NEAR(got[i], reference[i], 1e-3) << mode << " " << i;
+  }
 }
 
 // Every /metrics endpoint of a deployment (the API server in front of the router, each prefill

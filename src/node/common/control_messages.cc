@@ -86,9 +86,11 @@ ControlMessage ControlMessage::PrefillStarted(std::uint64_t id) {
 }
 
 ControlMessage ControlMessage::PrefillDone(std::uint64_t id, std::int32_t first_token,
-                                           std::int64_t n_prompt) {
+                                           std::int64_t n_prompt,
+                                           const model::TokenLogprobs* first_logprobs) {
   ControlMessage m = PrefillStarted(id);
   m.type = ControlType::kPrefillDone;
+  if (first_logprobs) m.first_logprobs = *first_logprobs;
   m.first_token = first_token;
   m.n_prompt = n_prompt;
   return m;
@@ -138,6 +140,14 @@ std::vector<std::byte> EncodeControl(const ControlMessage& m) {
     case ControlType::kPrefillDone:
       w.Put(m.first_token);
       w.Put(m.n_prompt);
+      if (m.first_logprobs) {
+        w.Put(m.first_logprobs->logprob);
+        w.Put(static_cast<std::uint32_t>(m.first_logprobs->top.size()));
+        for (const auto& [id, lp] : m.first_logprobs->top) {
+          w.Put(id);
+          w.Put(lp);
+        }
+      }
       break;
     case ControlType::kPrefillFailed: {
       const std::string text = m.failure.ToString().substr(0, kMaxFailureText);
@@ -183,6 +193,23 @@ Result<ControlMessage> DecodeControl(std::uint32_t type, std::span<const std::by
       SG_RETURN_IF_ERROR(r.Get(&m.n_prompt));
       if (m.first_token < 0 || m.n_prompt <= 0) {
         return DataLoss("prefill_done with token {} and {} prompt tokens", m.first_token, m.n_prompt);
+      }
+      if (r.left() > 0) {  // token 1's log-probabilities
+        model::TokenLogprobs lp;
+        std::uint32_t n = 0;
+        SG_RETURN_IF_ERROR(r.Get(&lp.logprob));
+        SG_RETURN_IF_ERROR(r.Get(&n));
+        if (n > static_cast<std::uint32_t>(model::kMaxTopLogprobs) || r.left() != n * 8u) {
+          return DataLoss("prefill_done with {} top log-probabilities in {} bytes", n, r.left());
+        }
+        for (std::uint32_t i = 0; i < n; ++i) {
+          std::int32_t id = 0;
+          float value = 0;
+          SG_RETURN_IF_ERROR(r.Get(&id));
+          SG_RETURN_IF_ERROR(r.Get(&value));
+          lp.top.emplace_back(id, value);
+        }
+        m.first_logprobs = std::move(lp);
       }
       break;
     case ControlType::kPrefillFailed: {

@@ -4,6 +4,7 @@
 //   header       u64 request_id
 //   kPrefillStarted     (nothing more)                 prefill -> decode: the prefill began
 //   kPrefillDone        i32 first_token, i64 n_prompt  prefill -> decode: KV computed, token 1
+//                       [f32 logprob, u32 n, n x (i32 id, f32 logprob)]: its log-probabilities
 //   kPrefillFailed      u32 code, u32 n, n bytes text  prefill -> decode: compute it yourself
 //   kSummaries          select::LayerSummaries::Serialize() bytes (one layer)
 //   kProactiveManifest  u32 layer, u32 n, n x (u32 head, u32 block)
@@ -17,11 +18,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
+#include "model/sampler.h"
 #include "select/block_key.h"
 
 namespace smartgen::node {
@@ -42,13 +45,15 @@ struct ControlMessage {
   std::uint64_t request_id = 0;
   std::int32_t first_token = -1;            // kPrefillDone
   std::int64_t n_prompt = 0;                // kPrefillDone
+  std::optional<model::TokenLogprobs> first_logprobs;  // kPrefillDone, when the request asked
   Status failure;                           // kPrefillFailed
   std::span<const std::byte> summaries;     // kSummaries: a view into the decoded bytes
   int layer = 0;                            // k*Manifest
   std::vector<select::BlockKey> blocks;     // k*Manifest (of `layer`), kRequested
 
   static ControlMessage PrefillStarted(std::uint64_t id);
-  static ControlMessage PrefillDone(std::uint64_t id, std::int32_t first_token, std::int64_t n_prompt);
+  static ControlMessage PrefillDone(std::uint64_t id, std::int32_t first_token, std::int64_t n_prompt,
+                                    const model::TokenLogprobs* first_logprobs = nullptr);
   static ControlMessage PrefillFailed(std::uint64_t id, const Status& why);
   static ControlMessage Summaries(std::uint64_t id, std::span<const std::byte> summaries);
   static ControlMessage Manifest(std::uint64_t id, int layer, std::vector<select::BlockKey> blocks);

@@ -92,11 +92,13 @@ Result<DecodeCall> ParseDecodeCall(const json& j) {
 
 DecodeEvent DecodeEvent::Accepted() { return DecodeEvent(); }
 
-DecodeEvent DecodeEvent::Token(int index, std::int32_t token) {
+DecodeEvent DecodeEvent::Token(int index, std::int32_t token,
+                               const model::TokenLogprobs* logprobs) {
   DecodeEvent e;
   e.kind = Kind::kToken;
   e.index = index;
   e.token = token;
+  if (logprobs) e.logprobs = *logprobs;
   return e;
 }
 
@@ -120,8 +122,16 @@ json ToJson(const DecodeEvent& v) {
   switch (v.kind) {
     case DecodeEvent::Kind::kAccepted: return {{"event", "accepted"}};
     case DecodeEvent::Kind::kAlive: return {{"event", "alive"}};
-    case DecodeEvent::Kind::kToken:
-      return {{"event", "token"}, {"index", v.index}, {"token", v.token}};
+    case DecodeEvent::Kind::kToken: {
+      json j = {{"event", "token"}, {"index", v.index}, {"token", v.token}};
+      if (v.logprobs) {
+        j["logprob"] = v.logprobs->logprob;
+        json top = json::array();
+        for (const auto& [id, lp] : v.logprobs->top) top.push_back({id, lp});
+        j["top"] = std::move(top);
+      }
+      return j;
+    }
     case DecodeEvent::Kind::kDone:
       return {{"event", "done"}, {"finish_reason", v.finish_reason}, {"stats", v.stats}};
     case DecodeEvent::Kind::kError:
@@ -144,6 +154,23 @@ Result<DecodeEvent> ParseDecodeEvent(const json& j) {
     v.kind = DecodeEvent::Kind::kToken;
     SG_RETURN_IF_ERROR(f.Required("index", &v.index));
     SG_RETURN_IF_ERROR(f.Required("token", &v.token));
+    if (j.contains("logprob")) {
+      model::TokenLogprobs lp;
+      SG_RETURN_IF_ERROR(f.Required("logprob", &lp.logprob));
+      const json* top = j.contains("top") ? &j["top"] : nullptr;
+      if (!top || !top->is_array() || top->size() > model::kMaxTopLogprobs) {
+        return InvalidArgument("decode event: 'top' must be at most {} [id, logprob] pairs",
+                               model::kMaxTopLogprobs);
+      }
+      for (const json& pair : *top) {
+        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() ||
+            !pair[1].is_number()) {
+          return InvalidArgument("decode event: 'top' entries must be [id, logprob]");
+        }
+        lp.top.emplace_back(pair[0].get<std::int32_t>(), pair[1].get<float>());
+      }
+      v.logprobs = std::move(lp);
+    }
   } else if (event == "done") {
     v.kind = DecodeEvent::Kind::kDone;
     SG_RETURN_IF_ERROR(f.Required("finish_reason", &v.finish_reason));

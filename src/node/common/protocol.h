@@ -12,12 +12,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
+#include "model/sampler.h"
 #include "node/common/generation_spec.h"
 #include "node/common/transfer_mode.h"
 
@@ -64,13 +66,16 @@ struct DecodeEvent {
   enum class Kind { kAccepted, kToken, kDone, kError, kAlive } kind = Kind::kAccepted;
   int index = 0;                 // kToken: position in the output (0 = first token)
   std::int32_t token = -1;       // kToken
+  // kToken, when the request asked (sampling.logprobs >= 0): {"logprob": lp, "top": [[id, lp]]}
+  std::optional<model::TokenLogprobs> logprobs;
   std::string finish_reason;     // kDone: "length" | "stop" | "cancelled"
   nlohmann::json stats;          // kDone
   StatusCode code = StatusCode::kOk;  // kError
   std::string message;                // kError
 
   static DecodeEvent Accepted();
-  static DecodeEvent Token(int index, std::int32_t token);
+  static DecodeEvent Token(int index, std::int32_t token,
+                           const model::TokenLogprobs* logprobs = nullptr);
   static DecodeEvent Done(std::string finish_reason, nlohmann::json stats);
   static DecodeEvent Error(const Status& status);
 };

@@ -19,13 +19,17 @@ struct DecodeEngine::Seq {
   double wait_ms = 0;
   std::vector<float> logits;
   std::vector<std::int32_t> own_picks;  // teacher forcing: the argmax at every output index
+  model::TokenLogprobs logprobs;        // of the last pick, when the request asked
+  const model::TokenLogprobs* LastLogprobs() const {
+    return job.spec.sampling.logprobs >= 0 && !job.spec.teacher_forced() ? &logprobs : nullptr;
+  }
 
   explicit Seq(EngineJob j) : job(std::move(j)), sampler(job.spec.sampling) {}
 
   // Output token `index` given this step's logits: the sample, or under teacher forcing the
   // forced token (the argmax is recorded).
   std::int32_t Pick(int index) {
-    const std::int32_t own = sampler.Sample(logits);
+    const std::int32_t own = sampler.Sample(logits, &logprobs);
     if (!job.spec.teacher_forced()) return own;
     own_picks.push_back(model::Greedy(logits));
     return job.spec.Emitted(index, own);
@@ -194,7 +198,7 @@ bool DecodeEngine::PrefillLocally(Seq& s) {
   const std::int32_t token = s.Pick(0);
   s.last_token = token;
   s.n_out = 1;
-  if (s.job.on_token && !s.job.on_token(0, token)) {
+  if (s.job.on_token && !s.job.on_token(0, token, s.LastLogprobs())) {
     Finish(s, Status::Ok(), "cancelled");
     return false;
   }
@@ -265,7 +269,7 @@ void DecodeEngine::Step() {
     const int index = s.n_out++;
     const std::int32_t token = s.Pick(index);
     s.last_token = token;
-    bool keep = !s.job.on_token || s.job.on_token(index, token);
+    bool keep = !s.job.on_token || s.job.on_token(index, token, s.LastLogprobs());
     std::string reason;
     if (!keep) {
       Finish(s, Status::Ok(), "cancelled");

@@ -62,7 +62,9 @@ struct EngineJob {
   // null = prefill locally at once.
   std::function<Readiness()> ready;
   // Token `index` of the output; return false to cancel the job.
-  std::function<bool(int index, std::int32_t token)> on_token;
+  // `logprobs`: the token's log-probabilities when spec.sampling.logprobs >= 0, else null; valid
+  // during the call.
+  std::function<bool(int index, std::int32_t token, const model::TokenLogprobs* logprobs)> on_token;
   // Exactly once: OK with "length" | "stop" | "cancelled", or the error. `stats` has engine-side
   // figures (decode_ms, steps, prefilled_locally, ...).
   std::function<void(const Status&, const std::string& finish_reason, const nlohmann::json& stats)>

@@ -52,7 +52,13 @@ void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::
       // before data frames), then to the router on this request's stream, at once.
       // (Under teacher forcing the forced token is emitted; the engine records the prefill
       // node's own pick.)
-      r->events->Push(ToJson(DecodeEvent::Token(0, r->call.spec.Emitted(0, m->first_token))).dump());
+      // Its log-probabilities are the prefill node's sample's (none under teacher forcing).
+      r->events->Push(
+          ToJson(DecodeEvent::Token(0, r->call.spec.Emitted(0, m->first_token),
+                                    m->first_logprobs && !r->call.spec.teacher_forced()
+                                        ? &*m->first_logprobs
+                                        : nullptr))
+              .dump());
       engine_->Wake();
       break;
     case ControlType::kPrefillFailed:

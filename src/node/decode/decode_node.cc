@@ -245,8 +245,8 @@ void DecodeNode::Submit(const RequestPtr& r) {
     std::lock_guard<std::mutex> lock(r->mu);
     Move(*r, DecodeState::kRunning);
   }
-  job.on_token = [r](int index, std::int32_t token) {
-    r->events->Push(ToJson(DecodeEvent::Token(index, token)).dump());
+  job.on_token = [r](int index, std::int32_t token, const model::TokenLogprobs* logprobs) {
+    r->events->Push(ToJson(DecodeEvent::Token(index, token, logprobs)).dump());
     return !r->client_gone.load();
   };
   job.on_done = [this, r](const Status& st, const std::string& reason, const json& stats) {

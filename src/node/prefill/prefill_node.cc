@@ -442,14 +442,17 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   }
   model::Sampler sampler(call.spec.sampling, 0);
   sampler.SetPrompt(call.spec.prompt);  // repetition_penalty sees the prompt
-  const std::int32_t first = sampler.Sample(logits);
+  model::TokenLogprobs first_logprobs;
+  const std::int32_t first = sampler.Sample(logits, &first_logprobs);
   double first_step_ms = 0;
   if (sg && sg_options.first_step) {
     auto ran = RunFirstStep(peer, id, call.spec.Emitted(0, first), *sg, entry->kv, deadline);
     if (!ran.ok()) return fail(ran.status());
     first_step_ms = *ran;
   }
-  if (Status st = SendControl(peer, ControlMessage::PrefillDone(id, first, n_prompt)); !st.ok()) {
+  const ControlMessage prefill_done = ControlMessage::PrefillDone(
+      id, first, n_prompt, call.spec.sampling.logprobs >= 0 ? &first_logprobs : nullptr);
+  if (Status st = SendControl(peer, prefill_done); !st.ok()) {
     return fail(st);
   }
   succeeded = true;

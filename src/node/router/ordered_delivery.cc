@@ -2,17 +2,19 @@
 
 namespace smartgen::node {
 
-bool OrderedDelivery::Push(int index, std::int32_t token) {
+bool OrderedDelivery::Push(int index, std::int32_t token, const model::TokenLogprobs* logprobs) {
   std::lock_guard<std::mutex> lock(mu_);
   if (cancelled_) return false;
   if (index < next_ || index >= max_tokens_) return true;  // a duplicate, or past the end
-  pending_.emplace(index, token);
+  std::optional<model::TokenLogprobs> lp;
+  if (logprobs) lp = *logprobs;
+  pending_.emplace(index, std::make_pair(token, std::move(lp)));
   while (!pending_.empty() && pending_.begin()->first == next_) {
-    const std::int32_t t = pending_.begin()->second;
+    auto [t, t_lp] = std::move(pending_.begin()->second);
     pending_.erase(pending_.begin());
     if (next_ < 2) times_[next_] = core::NowNanos() - start_;
     ++next_;
-    if (!sink_(t) && next_ < max_tokens_) {
+    if (!sink_(t, t_lp ? &*t_lp : nullptr) && next_ < max_tokens_) {
       cancelled_ = true;
       return false;
     }

@@ -11,20 +11,30 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 #include "core/clock.h"
+#include "model/sampler.h"
 
 namespace smartgen::node {
 
 class OrderedDelivery {
  public:
-  // `sink` returns false when the client has gone. `start`: the request's start (for times).
-  OrderedDelivery(std::function<bool(std::int32_t)> sink, core::Nanos start, int max_tokens)
+  // Gets each token in order, with its log-probabilities when the nodes sent them (else null;
+  // valid during the call); returns false when the client has gone.
+  using Sink = std::function<bool(std::int32_t token, const model::TokenLogprobs* logprobs)>;
+  // `start`: the request's start (for times).
+  OrderedDelivery(Sink sink, core::Nanos start, int max_tokens)
       : sink_(std::move(sink)), start_(start), max_tokens_(max_tokens) {}
+  OrderedDelivery(std::function<bool(std::int32_t)> sink, core::Nanos start, int max_tokens)
+      : OrderedDelivery([s = std::move(sink)](std::int32_t t, const model::TokenLogprobs*) {
+          return s(t);
+        }, start, max_tokens) {}
 
   // False once the client has gone (the sink said stop). A sink that says stop at the last
   // token of the request is not a cancellation: the request is complete.
-  bool Push(int index, std::int32_t token);
+  bool Push(int index, std::int32_t token, const model::TokenLogprobs* logprobs = nullptr);
   bool cancelled() const;
   // Tokens delivered so far (the index of the next one).
   int delivered() const;
@@ -32,12 +42,12 @@ class OrderedDelivery {
   core::Nanos time_of(int i) const;
 
  private:
-  const std::function<bool(std::int32_t)> sink_;
+  const Sink sink_;
   const core::Nanos start_;
   const int max_tokens_;
   mutable std::mutex mu_;
   int next_ = 0;
-  std::map<int, std::int32_t> pending_;
+  std::map<int, std::pair<std::int32_t, std::optional<model::TokenLogprobs>>> pending_;
   bool cancelled_ = false;
   core::Nanos times_[2] = {0, 0};
 };

@@ -157,7 +157,8 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
               cv.notify_all();
               return true;
             }
-            case DecodeEvent::Kind::kToken: return delivery.Push(ev->index, ev->token);
+            case DecodeEvent::Kind::kToken:
+              return delivery.Push(ev->index, ev->token, ev->logprobs ? &*ev->logprobs : nullptr);
             default: {
               std::lock_guard<std::mutex> lock(mu);
               last = std::move(*ev);
@@ -296,6 +297,12 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
 
 Result<RouteResult> Router::Generate(const RouteRequest& rq,
                                      const std::function<bool(std::int32_t)>& on_token) {
+  return Generate(rq, TokenSink([&on_token](std::int32_t t, const model::TokenLogprobs*) {
+                    return on_token(t);
+                  }));
+}
+
+Result<RouteResult> Router::Generate(const RouteRequest& rq, const TokenSink& on_token) {
   TransferMode mode = config_.default_mode;
   if (!rq.mode.empty()) {
     SG_ASSIGN_OR_RETURN(mode, ParseTransferMode(rq.mode));

@@ -85,6 +85,10 @@ class Router {
   // The smallest context length of the nodes seen so far (the model's before any).
   std::int64_t context_length() const;
 
+  // `on_token` gets each token in order, with its log-probabilities when the request asked for
+  // them (spec.sampling.logprobs >= 0; else null; valid during the call); false: client gone.
+  using TokenSink = std::function<bool(std::int32_t token, const model::TokenLogprobs* logprobs)>;
+  Result<RouteResult> Generate(const RouteRequest& request, const TokenSink& on_token);
   Result<RouteResult> Generate(const RouteRequest& request,
                                const std::function<bool(std::int32_t)>& on_token);
 

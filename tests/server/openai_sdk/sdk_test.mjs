@@ -1,10 +1,10 @@
 // The openai npm SDK against `smartgen serve`: a router in front of a prefill and a decode node
 // (ROUTER_URL) and a colocated server (LOCAL_URL), both serving the model as "tiny" and
 // "tiny-alias". Through the router, in every transfer mode: n = 2, the penalties, min_p,
-// logit_bias and ignore_eos, streamed and not, with the same tokens in every mode. Every field
+// logit_bias and ignore_eos, streamed and not, with the same tokens in every mode; logprobs. Every field
 // the server refuses comes back as the SDK's BadRequestError naming it. logprobs and
-// top_logprobs (completions and chat, streamed and not) on the colocated server; through the
-// router they are refused (400, param "logprobs"). Exits 1 on the first failure.
+// top_logprobs through the router in every mode (the same numbers in each) and on the
+// colocated server (completions and chat, streamed and not). Exits 1 on the first failure.
 import OpenAI from 'openai';
 
 const client = (url) =>
@@ -52,6 +52,8 @@ const sampling = {
   repetition_penalty: 1.2, min_p: 0.02, logit_bias: { '40': 3 }, ignore_eos: true,
 };
 let reference = null;
+let routedLogprobs = null;
+const msgs = [{ role: 'user', content: 'hi' }];
 for (const mode of modes) {
   const ext = { mode, return_token_ids: true };
   if (mode === 'smartgen') ext.options = { budget_fraction: 1.0, proactive_ratio: 8.0 };
@@ -83,16 +85,32 @@ for (const mode of modes) {
   }
   check(finished[0] === 1 && finished[1] === 1, `${mode}: streamed chat ends each choice once`);
   check(usage !== null && usage.completion_tokens === 12, `${mode}: streamed usage`, usage);
+
+  // logprobs through the router: token 1's from the prefill node, the rest from the decode node.
+  const lr = await router.completions.create({
+    model: MODEL, prompt: 'Once upon a time', max_tokens: 6, temperature: 0, logprobs: 2,
+    ignore_eos: true, smartgen: ext,
+  });
+  const lp = lr.choices[0].logprobs;
+  check(lp && lp.token_logprobs.length === 6 && lp.top_logprobs.every((t) => Object.keys(t).length >= 1),
+        `${mode}: completions logprobs through the router`, lp);
+  if (routedLogprobs === null) routedLogprobs = lp.token_logprobs;
+  check(lp.token_logprobs.every((x, i) => Math.abs(x - routedLogprobs[i]) < 1e-3),
+        `${mode}: the same logprobs as colocated`, { got: lp.token_logprobs, want: routedLogprobs });
+  const chatLp = [];
+  for await (const chunk of await router.chat.completions.create({
+    model: MODEL, messages: msgs, max_tokens: 4, temperature: 0, logprobs: true, top_logprobs: 2,
+    ignore_eos: true, stream: true, smartgen: ext,
+  })) {
+    for (const ch of chunk.choices) chatLp.push(...(ch.logprobs?.content ?? []));
+  }
+  check(chatLp.length === 4 && chatLp.every((e) => e.top_logprobs.length === 2),
+        `${mode}: streamed chat logprobs through the router`, chatLp);
 }
 
 // --- refused fields: each a 400 naming it
 const complete = (b) => router.completions.create(b);
 const chat = (b) => router.chat.completions.create(b);
-const msgs = [{ role: 'user', content: 'hi' }];
-await expect400(complete, { model: MODEL, prompt: 'x', logprobs: 2 }, 'logprobs',
-                'router: logprobs (the nodes do not return them)');
-await expect400(chat, { model: MODEL, messages: msgs, logprobs: true, top_logprobs: 2 },
-                'logprobs', 'router: chat logprobs');
 await expect400(complete, { model: MODEL, prompt: 'x', n: 17 }, 'n', 'n past 16');
 await expect400(complete, { model: MODEL, prompt: 'x', best_of: 3 }, 'best_of', 'best_of');
 await expect400(complete, { model: MODEL, prompt: 'x', suffix: 'end' }, 'suffix', 'suffix');
