@@ -132,14 +132,24 @@ struct Segment {
   std::int64_t first_chunk = 0;  // in the concatenated row-chunk space of all segments
 };
 
-// out[t][0..r1-r0) = rows [r0, r1) of W times tokens x[0..nt), out row stride ldo; a single
-// token goes through vec_act on `act` when the segment has one.
+// Up to this many tokens (a decode batch) go through the fast-dot kernels, token by token over
+// blocks of kActRows weight rows; more (a prefill) through the GEMM.
+constexpr std::int64_t kActTokens = 64;
+constexpr std::int64_t kActRows = 32;
+
+// out[t][0..r1-r0) = rows [r0, r1) of W times tokens x[0..nt), out row stride ldo; the tokens go
+// through vec_act on act[0..nt) when the segment has one.
 void Product(MatVecFn vec, MatMulFn mul, MatVecActFn vec_act, const ActQ8* act, const void* w,
              std::size_t row_bytes, std::int64_t cols, const float* x, std::int64_t nt,
              std::int64_t r0, std::int64_t r1, float* out, std::int64_t ldo) {
   const void* wr = static_cast<const std::byte*>(w) + r0 * row_bytes;
-  if (nt == 1 && vec_act != nullptr) {
-    vec_act(wr, row_bytes, cols, *act, out, 0, r1 - r0);
+  if (vec_act != nullptr) {
+    // Tokens act[0..nt), kActRows rows at a time, so each block of weight rows is read from
+    // memory once and from cache by the other tokens.
+    for (std::int64_t rb = 0; rb < r1 - r0; rb += kActRows) {
+      const std::int64_t re = std::min(r1 - r0, rb + kActRows);
+      for (std::int64_t t = 0; t < nt; ++t) vec_act(wr, row_bytes, cols, act[t], out + t * ldo, rb, re);
+    }
   } else if (nt == 1) {
     vec(wr, row_bytes, cols, x, out, 0, r1 - r0);
   } else {
@@ -157,8 +167,8 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
               std::int64_t t0, std::int64_t t1) {
   const std::int64_t nr = r1 - r0;
   if (s.epilogue == Epilogue::kStore) {
-    Product(s.vec, s.mul, s.vec_act, s.act, s.w, s.row_bytes, s.cols, s.x + t0 * s.cols, t1 - t0,
-            r0, r1, s.y + t0 * s.rows + r0, s.rows);
+    Product(s.vec, s.mul, s.vec_act, s.act == nullptr ? nullptr : s.act + t0, s.w, s.row_bytes,
+            s.cols, s.x + t0 * s.cols, t1 - t0, r0, r1, s.y + t0 * s.rows + r0, s.rows);
     return;
   }
   for (std::int64_t ts = t0; ts < t1; ts += kEpilogueTokens) {
@@ -167,13 +177,14 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
     float* y = s.y + ts * s.rows + r0;  // row stride s.rows
     // The product goes to thread scratch [nt][nr] first, then into y.
     float* tmp = ThreadScratch(2, static_cast<std::size_t>(nr * nt));
-    Product(s.vec, s.mul, s.vec_act, s.act, s.w, s.row_bytes, s.cols, x, nt, r0, r1, tmp, nr);
+    const ActQ8* act = s.act == nullptr ? nullptr : s.act + ts;
+    Product(s.vec, s.mul, s.vec_act, act, s.w, s.row_bytes, s.cols, x, nt, r0, r1, tmp, nr);
     if (s.epilogue == Epilogue::kAccumulate) {
       for (std::int64_t t = 0; t < nt; ++t) table.add_in_place(y + t * s.rows, tmp + t * nr, nr);
       continue;
     }
     float* up = ThreadScratch(3, static_cast<std::size_t>(nr * nt));
-    Product(s.vec_up, s.mul_up, s.vec_act_up, s.act, s.w_up, s.row_bytes_up, s.cols, x, nt, r0, r1,
+    Product(s.vec_up, s.mul_up, s.vec_act_up, act, s.w_up, s.row_bytes_up, s.cols, x, nt, r0, r1,
             up, nr);
     for (std::int64_t t = 0; t < nt; ++t) {
       s.gated(tmp + t * nr, up + t * nr, nr, y + t * s.rows);
@@ -186,24 +197,25 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
 // of `chunk_tokens`. Every output element is computed the same way whatever the chunking.
 constexpr int kMaxSegments = 8;
 
-// Prepares, on the calling thread before the pass, the activations of every single-token
-// segment with a fast-dot kernel, once per distinct input (q/k/v and gate/up share theirs).
-// acts has room for kMaxSegments; the arrays live in this thread's scratch slot 5.
-void PrepareSegmentActs(Segment* segs, int n_segs, ActQ8* acts) {
+// Prepares, on the calling thread before the pass, the activations of the n tokens of every
+// segment with a fast-dot kernel, once per distinct input (q/k/v and gate/up share theirs):
+// s.act[t] for token t. The ActQ8s live in `acts`, their arrays in this thread's scratch slot 5.
+void PrepareSegmentActs(Segment* segs, int n_segs, std::int64_t n, std::vector<ActQ8>& acts) {
   const auto wants = [](const Segment& s) {
     return s.prepare != nullptr && (s.vec_act != nullptr || s.vec_act_up != nullptr);
   };
-  // Per input: q and |q| (cols bytes each) and three per-block words, with slack between.
+  // Per token: q and |q| (cols bytes each) and three per-block words, with slack between.
   const auto floats_for = [](std::int64_t cols) {
     return static_cast<std::size_t>(2 * (cols / 4 + 16) + 3 * (cols / 32 + 16));
   };
-  std::size_t total = 0;
+  std::size_t total = 0, n_acts = 0;
   for (int i = 0; i < n_segs; ++i) {
-    if (wants(segs[i])) total += floats_for(segs[i].cols);
+    if (wants(segs[i])) total += floats_for(segs[i].cols) * n, n_acts += n;
   }
   if (total == 0) return;
+  acts.resize(n_acts);  // not grown below: the pointers into it stay valid
   float* next = ThreadScratch(5, total);
-  int n_acts = 0;
+  std::size_t used = 0;
   for (int i = 0; i < n_segs; ++i) {
     Segment& s = segs[i];
     if (!wants(s)) continue;
@@ -212,22 +224,28 @@ void PrepareSegmentActs(Segment* segs, int n_segs, ActQ8* acts) {
     }
     if (s.act != nullptr) continue;
     const std::int64_t nb = s.cols / 32;
-    auto* q = reinterpret_cast<std::int8_t*>(next);
-    auto* qabs = reinterpret_cast<std::uint8_t*>(next + s.cols / 4 + 16);
-    auto* qneg = reinterpret_cast<std::uint32_t*>(next + 2 * (s.cols / 4 + 16));
-    float* d = next + 2 * (s.cols / 4 + 16) + (nb + 16);
-    float* sum8 = d + (nb + 16);
-    next = sum8 + (nb + 16);
-    s.prepare(s.x, s.cols, q, qabs, qneg, d, sum8);
-    acts[n_acts] = ActQ8{q, qabs, qneg, d, sum8};
-    s.act = &acts[n_acts++];
+    s.act = &acts[used];
+    for (std::int64_t t = 0; t < n; ++t) {
+      auto* q = reinterpret_cast<std::int8_t*>(next);
+      auto* qabs = reinterpret_cast<std::uint8_t*>(next + s.cols / 4 + 16);
+      auto* qneg = reinterpret_cast<std::uint32_t*>(next + 2 * (s.cols / 4 + 16));
+      float* d = next + 2 * (s.cols / 4 + 16) + (nb + 16);
+      float* sum8 = d + (nb + 16);
+      next = sum8 + (nb + 16);
+      s.prepare(s.x + t * s.cols, s.cols, q, qabs, qneg, d, sum8);
+      acts[used++] = ActQ8{q, qabs, qneg, d, sum8};
+    }
   }
 }
 
 void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64_t n,
                  core::ThreadPool* pool) {
-  ActQ8 acts[kMaxSegments];
-  if (n == 1) PrepareSegmentActs(segs, n_segs, acts);
+  thread_local std::vector<ActQ8> acts;
+  if (n <= kActTokens) {
+    PrepareSegmentActs(segs, n_segs, n, acts);
+  } else {
+    for (int i = 0; i < n_segs; ++i) segs[i].vec_act = segs[i].vec_act_up = nullptr;
+  }
   std::int64_t total_rows = 0;
   std::size_t max_row_bytes = 0;
   for (int i = 0; i < n_segs; ++i) {

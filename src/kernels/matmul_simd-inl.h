@@ -24,7 +24,10 @@ constexpr int kQ8Bytes = 34;         // sizeof(BlockQ8_0): f16 scale + 32 int8
 constexpr std::int64_t kKc = 256;    // K block of the GEMM (multiple of 32)
 constexpr std::int64_t kNc = 512;    // weight rows packed per block (kNc x kKc f32: 512 KiB)
 constexpr std::int64_t kMc = 120;    // tokens per block (a multiple of both ISAs\' kGemmMr)
-constexpr std::int64_t kSmallN = 4;  // below this many tokens MatMul streams rows like MatVec
+// Below this many tokens (a decode batch) MatMul streams rows like MatVec, each kVecRows rows
+// dotted with every token while in L1: packing f32 panels cost a decode step of 4-8 tokens
+// twice the time of a single-token step (SmolLM2 F16), more than the GEMM saves.
+constexpr std::int64_t kSmallN = 16;
 
 template <typename T>
 T MinOf(T a, T b) {

@@ -2,9 +2,15 @@
 // manner of llama-bench (pp<N> on a fresh context, tg<M> from a one-token context), with the
 // rates behind them: decode as weight bytes streamed per second (and, given the machine's
 // measured read bandwidth, as a share of that floor), prefill as GFLOP/s (and as a share of a
-// measured GEMM peak). Both come from bench/bench_kernels (BM_ReadBandwidth, BM_MatMul).
+// measured GEMM peak, from bench/bench_kernels BM_MatMul). The read bandwidth is given
+// (--mem-gbs) or measured in the same run (--measure-bandwidth: kernels::MeasureReadBandwidth on
+// the engine's threads). Every rate is the median of --reps repetitions, with their spread.
+// --batch B1,B2,... adds batched decode (the decode node's continuous batch: one forward step
+// over B single-token sequences, one GEMM per weight) at each --batch-kv context length.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <fstream>
 #include <random>
 #include <string>
@@ -15,6 +21,7 @@
 #include "core/clock.h"
 #include "core/cpu_features.h"
 #include "core/process_stats.h"
+#include "kernels/read_bandwidth.h"
 #include "tools/commands.h"
 #include "tools/engine_setup.h"
 
@@ -25,19 +32,31 @@ struct BenchEngineOptions {
   EngineOptions engine;
   std::vector<std::int64_t> prompt_tokens = {512, 2048, 4096};
   int decode_tokens = 128;
-  int reps = 2;
+  int reps = 3;
   std::string stat = "median";  // or "best": the fastest repetition
   double mem_gbs = 0;           // measured read bandwidth (0: no share reported)
+  bool measure_bandwidth = false;  // measure mem_gbs here, on the engine's threads
+  std::vector<int> batch;                        // batched decode sizes (empty: none)
+  std::vector<std::int64_t> batch_kv = {512, 4096};  // context length of each batched sequence
+  int batch_steps = 16;                          // decode steps per batched measurement
+  bool batch_only = false;                       // skip the single-sequence pp / tg figures
   double gemm_gflops = 0;       // measured GEMM peak at these threads (0: no share reported)
   std::uint64_t seed = 1;
   bool json = false;
 };
 
-double Pick(std::vector<double> v, const std::string& stat) {
+// Repetitions of one rate: the reported figure (the true median, or the best) and the spread.
+struct Rates {
+  double value = 0, min = 0, max = 0;
+};
+Rates Summarize(std::vector<double> v, const std::string& stat) {
+  if (v.empty()) return {};
   std::sort(v.begin(), v.end());
-  if (v.empty()) return 0.0;
-  return stat == "best" ? v.back() : v[v.size() / 2];
+  const std::size_t m = v.size();
+  const double median = m % 2 == 1 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+  return {stat == "best" ? v.back() : median, v.front(), v.back()};
 }
+nlohmann::json RatesJson(const Rates& r) { return {{"value", r.value}, {"min", r.min}, {"max", r.max}}; }
 
 // The 1-minute load average, to record what else ran during the measurement.
 double LoadAverage() {
@@ -88,22 +107,116 @@ std::vector<std::int32_t> RandomTokens(std::int64_t n, int n_vocab, std::uint64_
   return ids;
 }
 
+// Batched decode at each context length of --batch-kv: B sequences of `kv_len` tokens (the KV of
+// one real prefill, copied), then --batch-steps forward steps over all B at once, per rep.
+Status BenchBatched(const BenchEngineOptions& o, Engine& e, double decode_bytes, double mem_gbs) {
+  const model::ModelConfig& c = e.model->config();
+  const kv::KvGeometry& g = e.blocks->geometry();
+  for (const std::int64_t kv_len : o.batch_kv) {
+    kv::SequenceKv source(e.blocks.get());
+    SG_RETURN_IF_ERROR(e.forward->RunOne(&source, RandomTokens(kv_len, c.n_vocab, o.seed + kv_len), nullptr));
+    for (const int b : o.batch) {
+      std::vector<std::unique_ptr<kv::SequenceKv>> seqs;
+      for (int i = 0; i < b; ++i) {
+        seqs.push_back(std::make_unique<kv::SequenceKv>(e.blocks.get()));
+        SG_RETURN_IF_ERROR(seqs.back()->Reserve(kv_len + static_cast<std::int64_t>(o.reps + 1) * o.batch_steps));
+        for (int l = 0; l < g.n_layers; ++l) {
+          for (int h = 0; h < g.n_kv_heads; ++h) {
+            for (std::int64_t blk = 0; blk < g.BlocksFor(kv_len); ++blk) {
+              std::memcpy(seqs.back()->BlockData(l, h, blk), source.BlockData(l, h, blk), g.block_bytes());
+            }
+          }
+        }
+        seqs.back()->set_n_tokens(kv_len);
+      }
+      const std::vector<std::int32_t> ids = RandomTokens(b, c.n_vocab, o.seed + b);
+      std::vector<std::vector<float>> logits(static_cast<std::size_t>(b));
+      std::vector<model::ForwardChunk> chunks(static_cast<std::size_t>(b));
+      for (int i = 0; i < b; ++i) {
+        chunks[i].kv = seqs[i].get();
+        chunks[i].tokens = std::span<const std::int32_t>(&ids[i], 1);
+        chunks[i].logits = &logits[i];
+      }
+      SG_RETURN_IF_ERROR(e.forward->Run(chunks));  // warm-up step
+      std::vector<double> rates;
+      for (int r = 0; r < o.reps; ++r) {
+        core::Stopwatch watch;
+        for (int s = 0; s < o.batch_steps; ++s) SG_RETURN_IF_ERROR(e.forward->Run(chunks));
+        rates.push_back(static_cast<double>(b) * o.batch_steps / watch.ElapsedSeconds());
+      }
+      const Rates tok_s = Summarize(rates, o.stat);
+      // Weights are read once per step, whatever B: steps/s x weight bytes.
+      const double gbs = tok_s.value / b * decode_bytes / 1e9;
+      if (o.json) {
+        nlohmann::json j;
+        j["model"] = o.engine.model_path;
+        j["weight_type"] = e.model->weight_type_name();
+        j["batch"] = b;
+        j["kv_len"] = kv_len;
+        j["steps"] = o.batch_steps;
+        j["decode_tok_s"] = RatesJson(tok_s);
+        j["weight_gbs"] = gbs;
+        if (mem_gbs > 0) j["mem_gbs"] = mem_gbs;
+        j["threads"] = o.engine.threads;
+        j["reps"] = o.reps;
+        j["loadavg_1m"] = LoadAverage();
+        j["peak_rss_mb"] = core::PeakRssBytes() / 1e6;
+        std::printf("%s\n", j.dump().c_str());
+      } else {
+        std::printf("batch %-3d kv %-6lld %8.1f tok/s (%.1f-%.1f) %6.1f steps/s   weights %5.1f GB/s"
+                    "   peak RSS %.0f MB   load %.2f\n",
+                    b, static_cast<long long>(kv_len), tok_s.value, tok_s.min, tok_s.max,
+                    tok_s.value / b, gbs, core::PeakRssBytes() / 1e6, LoadAverage());
+      }
+      std::fflush(stdout);
+    }
+  }
+  return Status::Ok();
+}
+
 Status BenchEngine(const BenchEngineOptions& o) {
-  const std::int64_t longest = *std::max_element(o.prompt_tokens.begin(), o.prompt_tokens.end());
-  SG_ASSIGN_OR_RETURN(Engine e, LoadEngine(o.engine, longest + o.decode_tokens + 8));
+  if (o.reps < 1 || o.decode_tokens < 1 || o.batch_steps < 1) {
+    return InvalidArgument("--reps, --decode-tokens and --batch-steps must be at least 1");
+  }
+  std::int64_t longest = 1;
+  for (const std::int64_t n : o.prompt_tokens) longest = std::max(longest, n);
+  std::int64_t per_seq = longest + o.decode_tokens + 8;
+  int max_batch = 0;
+  for (const int b : o.batch) {
+    if (b < 1 || b > 1024) return InvalidArgument("--batch {} is outside 1..1024", b);
+    max_batch = std::max(max_batch, b);
+  }
+  if (max_batch > 0) {
+    for (const std::int64_t kv : o.batch_kv) {
+      if (kv < 1) return InvalidArgument("--batch-kv {} is not positive", kv);
+      per_seq = std::max(per_seq, kv + static_cast<std::int64_t>(o.reps + 1) * o.batch_steps + 8);
+    }
+  }
+  SG_ASSIGN_OR_RETURN(Engine e, LoadEngine(o.engine, per_seq, max_batch + 1));
   const model::ModelConfig& c = e.model->config();
   const double decode_bytes = DecodeWeightBytes(*e.model);
   const double load_before = LoadAverage();
+  const double mem_gbs =
+      o.measure_bandwidth ? kernels::MeasureReadBandwidth(e.pool.get()) : o.mem_gbs;
   if (!o.json) {
     std::fprintf(stderr,
                  "model: %s\nweights: %s, %.1f MB (%.1f MB read per decoded token); cpu: %s; %s; "
-                 "%d reps, %s; load average %.2f\n",
+                 "%d reps, %s (spread: min-max); load average %.2f\n",
                  c.ToString().c_str(), e.model->weight_type_name().c_str(),
                  e.model->weight_bytes() / 1e6, decode_bytes / 1e6,
                  core::GetCpuFeatures().ToString().c_str(), o.engine.ToString().c_str(), o.reps,
                  o.stat.c_str(), load_before);
+    if (mem_gbs > 0) {
+      std::fprintf(stderr, "read bandwidth: %.1f GB/s (%s); decode floor %.1f tok/s\n", mem_gbs,
+                   o.measure_bandwidth ? "measured now, 1 GiB streamed" : "--mem-gbs",
+                   mem_gbs * 1e9 / decode_bytes);
+    }
   }
 
+  if (o.batch_only) {
+    if (max_batch == 0) return InvalidArgument("--batch-only needs --batch");
+    return BenchBatched(o, e, decode_bytes, mem_gbs);
+  }
   // Decode: tg<decode_tokens> after a 1-token context, like llama-bench's tg test.
   std::vector<double> decode_rates;
   for (int r = 0; r < o.reps; ++r) {
@@ -126,8 +239,9 @@ Status BenchEngine(const BenchEngineOptions& o) {
     }
     decode_rates.push_back(o.decode_tokens / watch.ElapsedSeconds());
   }
-  const double decode_tok_s = Pick(decode_rates, o.stat);
-  const double decode_gbs = decode_tok_s * decode_bytes / 1e9;
+  const Rates decode = Summarize(decode_rates, o.stat);
+  const double decode_gbs = decode.value * decode_bytes / 1e9;
+  const double bw_share = mem_gbs > 0 ? decode_gbs / mem_gbs : 0.0;
 
   for (const std::int64_t n : o.prompt_tokens) {
     if (n <= 0 || n > e.forward->max_context()) {
@@ -142,21 +256,25 @@ Status BenchEngine(const BenchEngineOptions& o) {
       SG_RETURN_IF_ERROR(e.forward->RunOne(&seq, prompt, &logits));
       rates.push_back(static_cast<double>(n) / watch.ElapsedSeconds());
     }
-    const double prefill_tok_s = Pick(rates, o.stat);
-    const double prefill_gflops = prefill_tok_s * PrefillFlops(*e.model, n) / static_cast<double>(n) / 1e9;
-    const double bw_share = o.mem_gbs > 0 ? decode_gbs / o.mem_gbs : 0.0;
+    const Rates prefill = Summarize(rates, o.stat);
+    const double prefill_gflops = prefill.value * PrefillFlops(*e.model, n) / static_cast<double>(n) / 1e9;
     const double gemm_share = o.gemm_gflops > 0 ? prefill_gflops / o.gemm_gflops : 0.0;
     if (o.json) {
       nlohmann::json j;
       j["model"] = o.engine.model_path;
       j["weight_type"] = e.model->weight_type_name();
       j["n_prompt"] = n;
-      j["prefill_tok_s"] = prefill_tok_s;
+      j["prefill_tok_s"] = prefill.value;
+      j["prefill_tok_s_spread"] = RatesJson(prefill);
       j["prefill_gflops"] = prefill_gflops;
-      j["decode_tok_s"] = decode_tok_s;
+      j["decode_tok_s"] = decode.value;
+      j["decode_tok_s_spread"] = RatesJson(decode);
       j["decode_weight_mb"] = decode_bytes / 1e6;
       j["decode_gbs"] = decode_gbs;
-      if (o.mem_gbs > 0) j["decode_share_of_bandwidth_floor"] = bw_share;
+      if (mem_gbs > 0) {
+        j["mem_gbs"] = mem_gbs;
+        j["decode_share_of_bandwidth_floor"] = bw_share;
+      }
       if (o.gemm_gflops > 0) j["prefill_share_of_gemm_peak"] = gemm_share;
       j["n_decode"] = o.decode_tokens;
       j["threads"] = o.engine.threads;
@@ -168,16 +286,18 @@ Status BenchEngine(const BenchEngineOptions& o) {
       j["cpu"] = core::GetCpuFeatures().ToString();
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::printf("pp%-6lld %8.1f tok/s %6.1f GFLOP/s", static_cast<long long>(n), prefill_tok_s,
-                  prefill_gflops);
+      std::printf("pp%-6lld %8.1f tok/s (%.1f-%.1f) %6.1f GFLOP/s", static_cast<long long>(n),
+                  prefill.value, prefill.min, prefill.max, prefill_gflops);
       if (o.gemm_gflops > 0) std::printf(" (%3.0f%% of GEMM peak)", 100 * gemm_share);
-      std::printf("   tg%-4d %7.1f tok/s %5.1f GB/s", o.decode_tokens, decode_tok_s, decode_gbs);
-      if (o.mem_gbs > 0) std::printf(" (%3.0f%% of bandwidth floor)", 100 * bw_share);
+      std::printf("   tg%-4d %7.1f tok/s (%.1f-%.1f) %5.1f GB/s", o.decode_tokens, decode.value,
+                  decode.min, decode.max, decode_gbs);
+      if (mem_gbs > 0) std::printf(" (%3.0f%% of bandwidth floor)", 100 * bw_share);
       std::printf("   threads %d   peak RSS %.0f MB   load %.2f\n", o.engine.threads,
                   core::PeakRssBytes() / 1e6, LoadAverage());
     }
     std::fflush(stdout);
   }
+  if (max_batch > 0) return BenchBatched(o, e, decode_bytes, mem_gbs);
   return Status::Ok();
 }
 
@@ -200,6 +320,18 @@ void RegisterBenchEngine(CLI::App& bench) {
                   "decode share of the bandwidth floor");
   cmd->add_option("--gemm-gflops", o->gemm_gflops,
                   "measured GEMM peak in GFLOP/s (bench_kernels BM_MatMul) for the prefill share");
+  cmd->add_flag("--measure-bandwidth", o->measure_bandwidth,
+                "measure the read bandwidth first (1 GiB streamed on --threads threads) for the "
+                "decode share of the bandwidth floor");
+  cmd->add_option("--batch", o->batch,
+                  "batched decode: batch sizes (B sequences decoded in one forward step each)")
+      ->delimiter(',');
+  cmd->add_option("--batch-kv", o->batch_kv, "context length of each batched sequence")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--batch-steps", o->batch_steps, "decode steps per batched measurement")
+      ->capture_default_str();
+  cmd->add_flag("--batch-only", o->batch_only, "only the batched decode figures");
   cmd->add_option("--seed", o->seed, "prompt seed")->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON object per line");
   cmd->callback([o] {

@@ -21,7 +21,9 @@ struct EngineOptions {
   std::string kv_dtype = "f16";
   int block_tokens = 16;
   std::int64_t ctx = 0;  // 0 = model's context length
-  bool fast_dot = false;  // decode with VNNI / BF16 dot products (kernels::SetFastDot)
+  // Decode with VNNI / BF16 dot products where the CPU has them (kernels::SetFastDot), as
+  // llama.cpp computes them; --exact-dot for the exact f32 path.
+  bool fast_dot = true;
 
   void AddFlags(CLI::App& cmd);
   std::string ToString() const;
