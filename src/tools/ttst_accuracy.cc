@@ -18,8 +18,10 @@ struct ModeTally {
   int agreed = 0, compared = 0;         // text, teacher-forced
   double exact_match = 0;               // text, free-running (sum over prompts)
   int late_blocks = 0;
+  json example;  // the first request's own record (its figures in full)
 
   void AddLatency(const json& rec) {
+    if (example.is_null()) example = rec;
     ttst.push_back(rec.value("ttst_ms", 0.0));
     ttft.push_back(rec.value("ttft_ms", 0.0));
     tbt.push_back(rec.value("tbt_ms", 0.0));
@@ -124,6 +126,7 @@ Result<std::vector<json>> MeasurePromptPoint(const LocalCluster& cluster, Prompt
         {"late_blocks", t.late_blocks},
     };
     if (!t.share2.empty()) rec["present_mass_share_step2"] = Mean(t.share2);
+    rec["example"] = t.example;
     if (task == PromptTask::kRetrieval) {
       const double acc = t.answered ? double(t.correct) / t.answered : 0;
       rec["accuracy"] = acc;

@@ -87,7 +87,7 @@ TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
     ASSERT_TRUE(session.AddSummaries(wire).ok());
     ASSERT_TRUE(session.AddManifest(l, {}).ok());
   }
-  ASSERT_TRUE(session.Ready());
+  ASSERT_TRUE(session.Ready(core::NowNanos()));
 
   PresentChooser chooser(cfg.n_kv_heads, n_blocks);
   chooser.absent = late;
@@ -188,14 +188,14 @@ TEST(SmartgenSession, TheFirstStepWaitsForThePrefillNodesBlocksAndUsesThem) {
     ASSERT_TRUE(session.AddSummaries(select::LayerSummaries::Build(seq_a, l, 160).Serialize()).ok());
     ASSERT_TRUE(session.AddManifest(l, {}).ok());
   }
-  EXPECT_FALSE(session.Ready()) << "the first-step manifests are still to come";
+  EXPECT_FALSE(session.Ready(core::NowNanos())) << "the first-step manifests are still to come";
   EXPECT_FALSE(session.AddFirstStep(1, {{1, 0, n_blocks}}).ok()) << "a block outside the prompt";
   for (int l = 0; l < cfg.n_layers; ++l) {
     ASSERT_TRUE(session.AddFirstStep(l, l == 1 ? std::vector<select::BlockKey>{{1, 0, 3}}
                                                : std::vector<select::BlockKey>{}).ok());
   }
-  ASSERT_TRUE(session.Ready());
-  EXPECT_EQ(residency.state(1, 0, 3), kv::BlockState::kRequested);
+  ASSERT_TRUE(session.Ready(core::NowNanos()));
+  EXPECT_EQ(residency.state(1, 0, 3), kv::BlockState::kAbsent);  // on its way, not fetched
 
   // Both blocks land while the first step waits; it then attends over everything (dense).
   std::thread lands([&] {

@@ -46,6 +46,8 @@ Result<SmartgenOptions> ParseSmartgenOptions(const json& j) {
   SG_RETURN_IF_ERROR(Take(j, "speculative_fraction", &o.pacing.fraction_per_step, 0.0, 1.0));
   SG_RETURN_IF_ERROR(Take(j, "query_window", &o.query_window, 1, 1024));
   SG_RETURN_IF_ERROR(Take(j, "wait_bound_ms", &o.wait_bound_ms, -1.0, 1e7));
+  SG_RETURN_IF_ERROR(Take(j, "wait_share", &o.wait_share, 0.0, 100.0));
+  SG_RETURN_IF_ERROR(Take(j, "step_slack_ms", &o.step_slack_ms, 0.0, 1e4));
   SG_RETURN_IF_ERROR(Take(j, "wait_factor", &o.wait_factor, 0.0, 1e3));
   SG_RETURN_IF_ERROR(Take(j, "wait_slack_ms", &o.wait_slack_ms, 0.0, 1e4));
   SG_RETURN_IF_ERROR(Take(j, "max_fetch_blocks", &o.max_fetch_blocks, 0, 1 << 20));
@@ -73,6 +75,8 @@ json ToJson(const SmartgenOptions& o) {
           {"speculative_fraction", o.pacing.fraction_per_step},
           {"query_window", o.query_window},
           {"wait_bound_ms", o.wait_bound_ms},
+          {"wait_share", o.wait_share},
+          {"step_slack_ms", o.step_slack_ms},
           {"wait_factor", o.wait_factor},
           {"wait_slack_ms", o.wait_slack_ms},
           {"max_fetch_blocks", o.max_fetch_blocks}};

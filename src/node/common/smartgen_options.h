@@ -6,7 +6,8 @@
 //    "on_demand": true, "speculative": true, "predict_next": true, "attend_present": true,
 //    "first_step": true, "first_wait_ms": 15, "first_step_fraction": 0,
 //    "proactive_ratio": 0, "proactive_fill": 0.85, "speculative_fraction": 0.1, "query_window": 32,
-//    "wait_bound_ms": -1, "wait_factor": 1.0, "wait_slack_ms": 0.05, "max_fetch_blocks": 0}
+//    "wait_bound_ms": -1, "wait_share": 0.35, "step_slack_ms": 3, "wait_factor": 1.0,
+//    "wait_slack_ms": 0.05, "max_fetch_blocks": 0}
 #pragma once
 
 #include <cstdint>
@@ -51,11 +52,15 @@ struct SmartgenOptions {
   double proactive_fill = 0.85;
   int query_window = 32;               // last prompt queries scoring blocks (SnapKV-style)
   // The step never waits on the link beyond a bound (DESIGN.md 4.2): a layer waits for its
-  // on-demand blocks at most wait_bound_ms (< 0: auto, wait_factor x the layer's own measured
-  // local attention time + wait_slack_ms); blocks that have not landed are left out of this
+  // on-demand blocks at most wait_bound_ms (< 0: auto, below); blocks that have not landed are left out of this
   // step (the LSE merge covers what is present) and used from the step they land in. A wait
   // that reaches the node's step timeout means a hung link: the missing KV is computed here.
+  // Auto, per layer: the larger of (wait_share x the step's own time + step_slack_ms) / n_layers
+  // and wait_factor x the layer's local attention time + wait_slack_ms; so a step takes at most
+  // about (1 + wait_share) x its own time + step_slack_ms.
   double wait_bound_ms = -1;
+  double wait_share = 0.35;
+  double step_slack_ms = 3;
   double wait_factor = 1.0;
   double wait_slack_ms = 0.05;
   // Blocks one layer-step fetches at most, highest score first (0: sized from the link rate

@@ -314,7 +314,7 @@ Readiness DecodeNode::CheckReady(DecodeRequest& r) {
   }
   if (!r.prefill_done) return Readiness::Wait();
   if (r.smartgen) {
-    if (!r.smartgen->Ready()) return Readiness::Wait();
+    if (!r.smartgen->Ready(r.prefill_done_at)) return Readiness::Wait();
     r.kv_ready_at = now;
     Move(r, DecodeState::kRunning);
     return Readiness::Go(r.first_token);

@@ -30,6 +30,7 @@ SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceK
       first_step_(config.n_layers),
       first_step_seen_(config.n_layers, 0),
       first_step_used_(config.n_layers, 0),
+      incoming_(select::BlockGrid{config.n_layers, config.n_kv_heads, static_cast<std::int32_t>(residency->n_blocks())}),
       layer_stall_ms_(config.n_layers, 0.0),
       local_ms_(config.n_layers, 0.0),
       o2_(static_cast<std::size_t>(config.n_group()) * config.head_dim),
@@ -59,6 +60,7 @@ Status SmartgenSession::AddManifest(int layer, const std::vector<select::BlockKe
   std::lock_guard<std::mutex> lock(mu_);
   manifest_[layer] = blocks;
   manifest_seen_[layer] = 1;
+  for (const auto& k : blocks) incoming_.Insert(k);
   proactive_blocks_ += static_cast<std::int64_t>(blocks.size());
   return Status::Ok();
 }
@@ -70,8 +72,8 @@ Status SmartgenSession::AddFirstStep(int layer, const std::vector<select::BlockK
       return DataLoss("first-step block {}/{} is outside the prompt", k.head, k.block);
     }
   }
-  for (const auto& k : blocks) residency_->MarkRequested(k.layer, k.head, k.block);  // pushed now
   std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& k : blocks) incoming_.Insert(k);  // pushed now
   first_step_[layer] = blocks;
   first_step_seen_[layer] = 1;
   first_step_blocks_ += static_cast<std::int64_t>(blocks.size());
@@ -83,16 +85,24 @@ void SmartgenSession::OnLinkDown() {
   residency_->Wake();
 }
 
-bool SmartgenSession::Ready() const {
+bool SmartgenSession::Ready(core::Nanos prefill_done_at) {
   std::lock_guard<std::mutex> lock(mu_);
+  bool all_present = true;
   for (int l = 0; l < config_.n_layers; ++l) {
     if (!summaries_[l] || !manifest_seen_[l]) return false;
     if (options_.first_step && !first_step_seen_[l]) return false;
     for (const auto& k : manifest_[l]) {
-      if (!residency_->present(k.layer, k.head, k.block)) return false;
+      all_present = all_present && residency_->present(k.layer, k.head, k.block);
     }
   }
-  return true;
+  if (!options_.first_step) return all_present;
+  // The first step's wait ends first_wait_ms after PrefillDone. A proactive set still on the
+  // link then (it was sized from estimates) does not hold token 2 back longer: the step waits
+  // for what it selects of the rest until that moment.
+  if (first_step_until_ == 0) {
+    first_step_until_ = prefill_done_at + static_cast<core::Nanos>(options_.first_wait_ms * core::kNanosPerMilli);
+  }
+  return all_present || core::NowNanos() >= first_step_until_;
 }
 
 void SmartgenSession::CheckExact() {
@@ -153,8 +163,14 @@ std::int64_t SmartgenSession::FetchCap() const {
 
 core::Nanos SmartgenSession::WaitBound(int layer) const {
   if (options_.wait_bound_ms >= 0) return static_cast<core::Nanos>(options_.wait_bound_ms * core::kNanosPerMilli);
-  return static_cast<core::Nanos>((options_.wait_factor * local_ms_[layer] + options_.wait_slack_ms) *
-                                  core::kNanosPerMilli);
+  // Auto: the larger of the layer's share of the step's budget (wait_share of the step's own
+  // time plus step_slack_ms, spread over the layers) and wait_factor x its local attention
+  // time + wait_slack_ms. A step then takes at most about (1 + wait_share) x its own time plus
+  // step_slack_ms.
+  const double step_share = (options_.wait_share * step_compute_ms_ + options_.step_slack_ms) /
+                            static_cast<double>(config_.n_layers);
+  const double layer_own = options_.wait_factor * local_ms_[layer] + options_.wait_slack_ms;
+  return static_cast<core::Nanos>(std::max(step_share, layer_own) * core::kNanosPerMilli);
 }
 
 void SmartgenSession::RequestPredicted(int layer) {
@@ -228,8 +244,14 @@ bool SmartgenSession::TakeFirstStep(int layer, select::LayerSelection* sel) {
 Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, float* out) {
   if (layer == 0) {
     const core::Nanos now = core::NowNanos();
-    if (step_start_ != 0) step_ms_ = step_ms_ == 0 ? core::ToMillis(now - step_start_)
-                                                   : 0.8 * step_ms_ + 0.2 * core::ToMillis(now - step_start_);
+    if (step_start_ != 0) {
+      step_ms_ = step_ms_ == 0 ? core::ToMillis(now - step_start_)
+                               : 0.8 * step_ms_ + 0.2 * core::ToMillis(now - step_start_);
+      // The step's own time, its waits on the link taken out (what the wait bound scales with).
+      const double own = std::max(0.0, core::ToMillis(now - step_start_) - step_stall_ms_);
+      step_compute_ms_ = step_compute_ms_ == 0 ? own : 0.8 * step_compute_ms_ + 0.2 * own;
+    }
+    step_stall_ms_ = 0;
     step_start_ = now;
     if (link_rate_ && exact_at_ == 0) link_bytes_per_s_ = link_rate_();
   }
@@ -269,8 +291,14 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     // This layer's blocks first (the link serves one priority in order), as many as can arrive.
     std::vector<select::BlockKey> ask;
     const std::int64_t cap = FetchCap();
-    for (const Missing& m : missing) {
-      if (residency_->state(m.key.layer, m.key.head, m.key.block) == kv::BlockState::kRequested) continue;
+    std::vector<std::uint8_t> coming(missing.size(), 0);  // pushed by the prefill node already
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (std::size_t i = 0; i < missing.size(); ++i) coming[i] = incoming_.Contains(missing[i].key);
+    }
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      const Missing& m = missing[i];
+      if (coming[i] || residency_->state(m.key.layer, m.key.head, m.key.block) == kv::BlockState::kRequested) continue;
       if (std::ssize(ask) >= cap) {
         ++fetch_capped_;
         continue;
@@ -282,8 +310,11 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
       SG_RETURN_IF_ERROR(Recover(st));
       return AttendDense(layer, q, pos, out);
     }
-    for (const Missing& m : missing) {
-      if (residency_->state(m.key.layer, m.key.head, m.key.block) != kv::BlockState::kAbsent) awaited.push_back(m.key);
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      const Missing& m = missing[i];
+      if (coming[i] || residency_->state(m.key.layer, m.key.head, m.key.block) != kv::BlockState::kAbsent) {
+        awaited.push_back(m.key);
+      }
     }
   }
   if (options_.fetch_on_demand) RequestPredicted(layer);
@@ -343,7 +374,9 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
           return true;
         },
         core::Deadline::After(bound));
-    layer_stall_ms_[layer] += core::ToMillis(core::NowNanos() - t0);
+    const double stalled = core::ToMillis(core::NowNanos() - t0);
+    layer_stall_ms_[layer] += stalled;
+    step_stall_ms_ += stalled;
     bool all = waited.ok();
     for (const auto& k : awaited) all = all && residency_->present(k.layer, k.head, k.block);
     if (link_down_.load() || (!all && bound >= step_timeout_)) {
@@ -410,14 +443,13 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
   nlohmann::json j;
   if (exact_at_ != 0) j["time_to_exact_ms"] = core::ToMillis(exact_at_ - start);
   j["recomputed_locally"] = recovered_;
-  // First-step blocks count as requested here (they are on their way when announced), so
-  // they are taken out of the on-demand figure; all of them are pushed.
-  const double first_step = std::min(static_cast<double>(first_step_blocks_) * block_bytes, on_demand);
+  // Every announced first-step block is pushed (like the proactive ones).
+  const double first_step = static_cast<double>(first_step_blocks_) * block_bytes;
   j["bytes_by_path"] = {{"summaries", summary_bytes_},
                         {"proactive", proactive},
                         {"first_step", first_step},
-                        {"on_demand", on_demand - first_step},
-                        {"speculative", std::max(0.0, received - proactive - on_demand)}};
+                        {"on_demand", on_demand},
+                        {"speculative", std::max(0.0, received - proactive - first_step - on_demand)}};
   j["on_demand_ratio"] = selected_ > 0 ? static_cast<double>(missing_) / static_cast<double>(selected_) : 0.0;
   j["on_demand_ratio_per_step"] = step_ratio_;
   j["layer_stall_ms"] = layer_stall_ms_;

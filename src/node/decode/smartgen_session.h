@@ -72,9 +72,12 @@ class SmartgenSession final : public model::AttentionOverride {
   Status AddFirstStep(int layer, const std::vector<select::BlockKey>& blocks);
   void OnLinkDown();
 
-  // Every layer's summaries and manifest (and, with first_step, first-step manifest) arrived
-  // and every proactive manifest block is present.
-  bool Ready() const;
+  // Every layer's summaries and manifest (and, with first_step, first-step manifest) arrived,
+  // and every proactive manifest block is present - or, with first_step, first_wait_ms has
+  // passed since PrefillDone arrived (`prefill_done_at`): a proactive set still on the link
+  // does not hold token 2 back; the first step waits for what it selects of it until then.
+  // Engine thread.
+  bool Ready(core::Nanos prefill_done_at);
   bool exact() const { return exact_at_ != 0; }
   // Called once, on the engine thread, when the request becomes exact.
   void set_on_exact(std::function<void()> fn) { on_exact_ = std::move(fn); }
@@ -139,10 +142,11 @@ class SmartgenSession final : public model::AttentionOverride {
   std::vector<std::vector<select::BlockKey>> first_step_;           // [n_layers], until used
   std::vector<std::uint8_t> first_step_seen_;                       // [n_layers]
   std::vector<std::uint8_t> first_step_used_;                       // [n_layers], engine thread
+  select::BlockSet incoming_;  // proactive and first-step blocks: pushed, so never fetched
   std::atomic<bool> link_down_{false};
 
   core::Nanos exact_at_ = 0;
-  core::Nanos first_step_until_ = 0;  // the first step waits for its blocks until then
+  core::Nanos first_step_until_ = 0;  // the first step waits for its blocks until then (engine thread)
   bool recovered_ = false;
   // Engine-thread statistics.
   std::int64_t steps_ = 0;            // layer-steps through the selective path
@@ -154,6 +158,8 @@ class SmartgenSession final : public model::AttentionOverride {
   std::vector<double> local_ms_;           // [n_layers] EWMA of the local attention time
   core::Nanos step_start_ = 0;
   double step_ms_ = 0;                     // EWMA of a decode step's duration
+  double step_compute_ms_ = 0;             // EWMA of a step's duration less its link waits
+  double step_stall_ms_ = 0;               // link waits of the step running
   double link_bytes_per_s_ = 0;            // the link's receive rate at the step's start
   std::int64_t late_blocks_ = 0;           // selected but not present when the layer attended
   std::int64_t fetch_capped_ = 0;          // missing blocks not asked for (beyond the cap)

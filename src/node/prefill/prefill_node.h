@@ -78,12 +78,12 @@ class PrefillNode {
   Status Push(transfer::PeerId peer, std::vector<transfer::BlockRange> ranges,
               transfer::Priority priority, core::Deadline deadline);
   // SmartGen's first decode step, here (SmartgenOptions::first_step): token 1 through the model
-  // on the request's KV, each layer's query ranking its blocks; announces the top ones per
-  // layer and pushes them (after the last blocks held back for it) ahead of everything else.
-  // A step that cannot run (no room for one more position) announces nothing; the decode node
-  // then selects by itself. Returns the milliseconds it took.
+  // on a copy of the request's KV, each layer's query ranking its blocks; announces the top
+  // ones per layer and pushes them ahead of everything else. A step that cannot run (no room
+  // for the copy) announces nothing; the decode node then selects by itself. Returns the
+  // milliseconds it took.
   Result<double> RunFirstStep(transfer::PeerId peer, std::uint64_t request_id, std::int32_t token,
-                              SmartgenPrefill& sg, kv::SequenceKv& kv, core::Deadline deadline);
+                              SmartgenPrefill& sg, const kv::SequenceKv& kv, core::Deadline deadline);
   Status SendControl(transfer::PeerId peer, std::span<const std::byte> bytes, ControlType type);
   Status SendControl(transfer::PeerId peer, const ControlMessage& m);
   void OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes);

@@ -40,8 +40,7 @@ SmartgenPrefill::SmartgenPrefill(std::uint64_t request_id, const model::ModelCon
       budget_(select::PlanProactiveBudget(geometry, n_prompt, budget_bytes, profile,
                                           options.proactive)),
       plans_(config.n_layers),
-      pushed_(budget_.grid),
-      block_tokens_(geometry.block_tokens) {}
+      pushed_(budget_.grid) {}
 
 void SmartgenPrefill::OnLayerQuery(int, const float* q, std::int64_t n_tokens) {
   const std::int64_t rows = std::min<std::int64_t>(options_.query_window, n_tokens);
@@ -68,18 +67,13 @@ SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::S
   }
   pushed_blocks_ += static_cast<std::int64_t>(keys.size());
   out.manifest = EncodeControl(ControlMessage::Manifest(request_id_, layer, keys));
-  if (options_.first_step && n_prompt_ % block_tokens_ != 0) {
-    const std::int32_t last = budget_.grid.n_blocks - 1;
-    std::vector<select::BlockKey> now;
-    for (const select::BlockKey& k : keys) (k.block == last ? held_back_ : now).push_back(k);
-    keys.swap(now);
-  }
   out.push = ToRanges(request_id_, keys);
   return out;
 }
 
 std::vector<select::BlockKey> SmartgenPrefill::FirstStepBlocks(int layer, const float* q,
-                                                                const kv::SequenceKv& kv) {
+                                                                const kv::SequenceKv& kv,
+                                                                std::int64_t max_blocks) {
   // One query row: the softmax runs over the whole prompt (a row at n_prompt - 1 sees it all;
   // RoPE is already in q and k, so the row's nominal position changes nothing else).
   std::vector<float> scores;
@@ -109,6 +103,7 @@ std::vector<select::BlockKey> SmartgenPrefill::FirstStepBlocks(int layer, const 
     for (int h = 0; h < config_.n_kv_heads; ++h) {
       if (r >= static_cast<std::int32_t>(top[h].size())) continue;
       const select::BlockKey key{layer, h, top[h][r]};
+      if (std::ssize(keys) >= max_blocks) break;
       if (pushed_.Insert(key)) keys.push_back(key);
     }
   }

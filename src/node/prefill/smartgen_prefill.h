@@ -49,17 +49,15 @@ class SmartgenPrefill {
   // token 1's post-RoPE query in `layer`. Ranks the layer's prompt blocks per KV head by the
   // exact attention mass of that query and returns the top on-demand budget of them that were
   // not pushed yet, best first, interleaved across heads; they count as pushed from here on.
-  std::vector<select::BlockKey> FirstStepBlocks(int layer, const float* q, const kv::SequenceKv& kv);
-
-  // With first_step, a prompt whose last block is partial keeps that block out of the layer
-  // pushes: the first step writes token 1's row into it, so it is sent only after (the row is
-  // right, and the decode node writes its own there). Those blocks, to push once it has run.
-  std::vector<select::BlockKey> TakeHeldBack() { return std::move(held_back_); }
+  // At most `max_blocks` of them (what the link carries within the first step's wait).
+  std::vector<select::BlockKey> FirstStepBlocks(int layer, const float* q, const kv::SequenceKv& kv,
+                                                std::int64_t max_blocks);
 
   // Every block not pushed proactively, in speculative order; and the pushed set (to skip).
   select::SpeculativeStream TakeSpeculative();
   const select::BlockSet& pushed() const { return pushed_; }
   const select::ProactiveBudget& budget() const { return budget_; }
+  double first_wait_ms() const { return options_.first_wait_ms; }
   nlohmann::json Stats() const;
 
  private:
@@ -77,8 +75,6 @@ class SmartgenPrefill {
   std::int64_t summary_bytes_ = 0;
   std::int64_t pushed_blocks_ = 0;
   std::int64_t first_step_blocks_ = 0;
-  int block_tokens_;
-  std::vector<select::BlockKey> held_back_;
 };
 
 // Groups consecutive keys of one (layer, head) with adjacent block indices into ranges,
