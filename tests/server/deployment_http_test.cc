@@ -345,6 +345,14 @@ TEST_F(HttpDeployment, EveryMetricsEndpointPassesPromtool) {
       EXPECT_NE(text.find(name), std::string::npos) << name;
     }
   }
+  for (std::size_t i = 1; i < endpoints.size(); ++i) {
+    const std::string prefix = "smartgen_" + endpoints[i].first;
+    for (const char* suffix : {"_kv_usage_ratio{model_name=", "_kv_capacity_bytes{model_name=",
+                               "_kv_blocks_capacity{model_name=", "_kv_blocks_used "}) {
+      EXPECT_NE(endpoints[i].second.find(prefix + suffix), std::string::npos) << prefix << suffix;
+    }
+    EXPECT_EQ(endpoints[i].second.find("_gbps"), std::string::npos);  // base units only
+  }
   const std::string& server = endpoints[0].second;
   for (const char* series : {"smartgen_server_request_prompt_tokens_bucket{model_name=",
                              "smartgen_server_request_generation_tokens_count{model_name=",
