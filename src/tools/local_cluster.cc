@@ -85,9 +85,11 @@ Result<LocalCluster> LocalCluster::Start(const LocalClusterOptions& o) {
   };
   std::vector<std::string> decode_args = node_args("decode", o.decode_threads, decode_host);
   decode_args.insert(decode_args.end(), {"--transfer", kv_address});
+  std::vector<std::string> prefill_args = node_args("prefill", o.prefill_threads, prefill_host);
+  if (o.netns) prefill_args.insert(prefill_args.end(), {"--allow-decode", c.link_.decode_link_ip()});
   SG_ASSIGN_OR_RETURN(ChildProcess prefill,
-                      ChildProcess::SpawnSelf(node_args("prefill", o.prefill_threads, prefill_host),
-                                              o.log_dir + "/prefill.log", c.link_.prefill_ns()));
+                      ChildProcess::SpawnSelf(prefill_args, o.log_dir + "/prefill.log",
+                                              c.link_.prefill_ns()));
   SG_ASSIGN_OR_RETURN(ChildProcess decode,
                       ChildProcess::SpawnSelf(decode_args, o.log_dir + "/decode.log",
                                               c.link_.decode_ns()));
