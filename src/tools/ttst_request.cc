@@ -62,6 +62,10 @@ json RequestFields(const json& s) {
                         "selection_churn"}) {
     if (s.contains(k)) rec[k] = s[k];
   }
+  // The prefill node's side: its link-rate estimate, proactive budget, first step.
+  if (s.contains("prefill") && s["prefill"].is_object() && s["prefill"].contains("stats")) {
+    rec["prefill_stats"] = s["prefill"]["stats"];
+  }
   // Every token's arrival (for the token-time plot), and p99 TBT from the gaps of tokens 2..n.
   if (s.contains("server") && s["server"].contains("token_ms")) {
     const json& t = s["server"]["token_ms"];

@@ -71,42 +71,45 @@ SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::S
   return out;
 }
 
-std::vector<select::BlockKey> SmartgenPrefill::FirstStepBlocks(int layer, const float* q,
-                                                                const kv::SequenceKv& kv,
-                                                                std::int64_t max_blocks) {
+void SmartgenPrefill::ScoreFirstStep(int layer, const float* q, const kv::SequenceKv& kv) {
   // One query row: the softmax runs over the whole prompt (a row at n_prompt - 1 sees it all;
   // RoPE is already in q and k, so the row's nominal position changes nothing else).
   std::vector<float> scores;
   select::RequestScores(config_, kv, layer, n_prompt_, q, 1, &scores, pool_);
   const auto n_blocks = static_cast<std::int32_t>(budget_.grid.n_blocks);
   const select::OnDemandOptions& od = options_.on_demand;
-  const std::int32_t k =
+  const std::int32_t k = std::min(
+      n_blocks,
       options_.first_step_fraction > 0
           ? std::max<std::int32_t>(1, static_cast<std::int32_t>(std::ceil(options_.first_step_fraction * n_blocks)))
       : od.budget_blocks > 0
           ? od.budget_blocks
-          : std::max(od.min_budget_blocks, static_cast<std::int32_t>(std::ceil(od.budget_fraction * n_blocks)));
-  std::vector<std::vector<std::int32_t>> top(config_.n_kv_heads);
+          : std::max(od.min_budget_blocks, static_cast<std::int32_t>(std::ceil(od.budget_fraction * n_blocks))));
+  std::vector<std::int32_t> order(n_blocks);
   for (int h = 0; h < config_.n_kv_heads; ++h) {
-    std::vector<std::int32_t>& order = top[h];
-    order.resize(n_blocks);
     for (std::int32_t b = 0; b < n_blocks; ++b) order[b] = b;
     const float* row = scores.data() + static_cast<std::size_t>(h) * n_blocks;
-    const std::int32_t take = std::min(k, n_blocks);
-    std::partial_sort(order.begin(), order.begin() + take, order.end(),
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
                       [&](std::int32_t a, std::int32_t b) { return row[a] > row[b]; });
-    order.resize(take);
-  }
-  // Rank r of every head before rank r + 1 of any, so what lands first serves every head.
-  std::vector<select::BlockKey> keys;
-  for (std::int32_t r = 0; r < k; ++r) {
-    for (int h = 0; h < config_.n_kv_heads; ++h) {
-      if (r >= static_cast<std::int32_t>(top[h].size())) continue;
-      const select::BlockKey key{layer, h, top[h][r]};
-      if (std::ssize(keys) >= max_blocks) break;
-      if (pushed_.Insert(key)) keys.push_back(key);
+    for (std::int32_t r = 0; r < k; ++r) {
+      const select::BlockKey key{layer, h, order[r]};
+      if (!pushed_.Contains(key)) first_candidates_.push_back({r, key});
     }
   }
+}
+
+std::vector<select::BlockKey> SmartgenPrefill::TakeFirstStep(std::int64_t max_blocks) {
+  // Rank r of every (layer, head) before rank r + 1 of any, so what lands first serves every
+  // head. (Ordering by mass across heads instead starves the heads whose attention is spread -
+  // on kv-retrieval-tiny the retrieval heads: 66 % accuracy against 95 % this way.)
+  std::stable_sort(first_candidates_.begin(), first_candidates_.end(),
+                   [](const FirstCandidate& a, const FirstCandidate& b) { return a.rank < b.rank; });
+  std::vector<select::BlockKey> keys;
+  for (const FirstCandidate& c : first_candidates_) {
+    if (std::ssize(keys) >= max_blocks) break;
+    if (pushed_.Insert(c.key)) keys.push_back(c.key);
+  }
+  first_candidates_.clear();
   first_step_blocks_ += static_cast<std::int64_t>(keys.size());
   return keys;
 }

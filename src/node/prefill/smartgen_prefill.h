@@ -46,12 +46,13 @@ class SmartgenPrefill {
   LayerOutput OnLayerDone(int layer, const kv::SequenceKv& kv);
 
   // The first decode step, run here once prefill is done (SmartgenOptions::first_step): `q` is
-  // token 1's post-RoPE query in `layer`. Ranks the layer's prompt blocks per KV head by the
-  // exact attention mass of that query and returns the top on-demand budget of them that were
-  // not pushed yet, best first, interleaved across heads; they count as pushed from here on.
-  // At most `max_blocks` of them (what the link carries within the first step's wait).
-  std::vector<select::BlockKey> FirstStepBlocks(int layer, const float* q, const kv::SequenceKv& kv,
-                                                std::int64_t max_blocks);
+  // token 1's post-RoPE query in `layer`. Scores the layer's prompt blocks per KV head by the
+  // exact attention mass of that query and keeps each head's top on-demand budget of the
+  // blocks not pushed yet as candidates.
+  void ScoreFirstStep(int layer, const float* q, const kv::SequenceKv& kv);
+  // The candidates of every layer, each head's best first (rank-major), at most `max_blocks`
+  // (what the link carries within the first step's wait); they count as pushed from here on.
+  std::vector<select::BlockKey> TakeFirstStep(std::int64_t max_blocks);
 
   // Every block not pushed proactively, in speculative order; and the pushed set (to skip).
   select::SpeculativeStream TakeSpeculative();
@@ -75,6 +76,11 @@ class SmartgenPrefill {
   std::int64_t summary_bytes_ = 0;
   std::int64_t pushed_blocks_ = 0;
   std::int64_t first_step_blocks_ = 0;
+  struct FirstCandidate {
+    int rank;  // in its head's order by mass
+    select::BlockKey key;
+  };
+  std::vector<FirstCandidate> first_candidates_;
 };
 
 // Groups consecutive keys of one (layer, head) with adjacent block indices into ranges,
