@@ -1,12 +1,15 @@
 // The node plane's plain-data parts, without threads or sockets: the decode request's state
 // machine (driven with explicit times), the KV-link control-message codec (every malformed
-// kind), and the router's ordered delivery.
+// kind), the decode stream's token events and the sampling codec, and the router's ordered
+// delivery.
 #include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "node/common/control_messages.h"
+#include "node/common/generation_spec.h"
+#include "node/common/protocol.h"
 #include "node/decode/request_state.h"
 #include "node/router/ordered_delivery.h"
 
@@ -132,6 +135,68 @@ TEST(ControlMessages, HostileCountsTypesAndValuesAreRefused) {
   const std::uint32_t n = 1u << 30;
   std::memcpy(lie.data() + 12, &n, 4);
   EXPECT_FALSE(DecodeControl(2, lie).ok());
+}
+
+TEST(ControlMessages, PrefillDoneCarriesTokenOnesLogprobs) {
+  model::TokenLogprobs lp;
+  lp.logprob = -0.5f;
+  lp.top = {{42, -0.5f}, {7, -1.25f}};
+  const std::vector<std::byte> wire = EncodeControl(ControlMessage::PrefillDone(7, 42, 300, &lp));
+  auto back = DecodeControl(static_cast<std::uint32_t>(ControlType::kPrefillDone), wire);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back->first_logprobs.has_value());
+  EXPECT_EQ(back->first_logprobs->logprob, -0.5f);
+  EXPECT_EQ(back->first_logprobs->top, lp.top);
+  // Without them, none come back; a count that does not match the bytes is refused.
+  auto plain = DecodeControl(1, EncodeControl(ControlMessage::PrefillDone(7, 42, 300)));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->first_logprobs.has_value());
+  for (std::size_t n = 8 + 4 + 8 + 1; n < wire.size(); ++n) {
+    EXPECT_FALSE(DecodeControl(1, std::span(wire).first(n)).ok()) << "cut at " << n;
+  }
+  std::vector<std::byte> lying = wire;
+  const std::uint32_t many = 1000;
+  std::memcpy(lying.data() + 8 + 4 + 8 + 4, &many, sizeof(many));
+  EXPECT_FALSE(DecodeControl(1, lying).ok());
+}
+
+TEST(DecodeEvents, TokenLogprobsRoundTripAndSamplingTravelsWhole) {
+  model::TokenLogprobs lp;
+  lp.logprob = -2.0f;
+  lp.top = {{3, -1.0f}, {9, -2.0f}};
+  auto ev = ParseDecodeEvent(ToJson(DecodeEvent::Token(4, 9, &lp)));
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  ASSERT_TRUE(ev->logprobs.has_value());
+  EXPECT_EQ(ev->logprobs->top, lp.top);
+  EXPECT_FALSE(ParseDecodeEvent(ToJson(DecodeEvent::Token(4, 9)))->logprobs.has_value());
+  nlohmann::json bad = ToJson(DecodeEvent::Token(4, 9, &lp));
+  bad["top"] = {{1}};
+  EXPECT_FALSE(ParseDecodeEvent(bad).ok());
+
+  model::SamplingParams p{0.7f, 5, 0.9f, 11};
+  p.min_p = 0.1f;
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = -0.25f;
+  p.repetition_penalty = 1.2f;
+  p.logit_bias = {{5, -100.0f}, {6, 2.5f}};
+  p.logprobs = 3;
+  auto back = ParseSamplingParams(ToJson(p));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->min_p, p.min_p);
+  EXPECT_EQ(back->presence_penalty, p.presence_penalty);
+  EXPECT_EQ(back->frequency_penalty, p.frequency_penalty);
+  EXPECT_EQ(back->repetition_penalty, p.repetition_penalty);
+  EXPECT_EQ(back->logit_bias, p.logit_bias);
+  EXPECT_EQ(back->logprobs, 3);
+  for (const auto& [field, value] :
+       {std::pair{"min_p", 50.0}, {"logprobs", 50.0}, {"repetition_penalty", -1.0}}) {
+    nlohmann::json j = ToJson(p);
+    j[field] = value;
+    EXPECT_FALSE(ParseSamplingParams(j).ok()) << field;
+  }
+  nlohmann::json j = ToJson(p);
+  j["logit_bias"] = {{-1, 2.0}};
+  EXPECT_FALSE(ParseSamplingParams(j).ok());
 }
 
 TEST(OrderedDelivery, DeliversInOrderExactlyOnce) {
