@@ -387,6 +387,25 @@ Status RejectUnsupported(Checker& c, const json& body, const CompletionRequest& 
   bool beam = false;
   SG_RETURN_IF_ERROR(GetBool(c, body, "use_beam_search", &beam));
   if (beam) return c.Fail("use_beam_search", "beam search is not supported");
+  // vLLM's output switches: only their defaults are what this server does.
+  for (const auto& [key, supported] : {std::pair{"include_stop_str_in_output", false},
+                                       std::pair{"skip_special_tokens", true},
+                                       std::pair{"echo_special_tokens", false}}) {
+    bool value = supported;
+    SG_RETURN_IF_ERROR(GetBool(c, body, key, &value));
+    if (value != supported) {
+      return c.Fail(key, fmt::format("only '{}': {} is supported", key, supported));
+    }
+  }
+  for (const char* key : {"bad_words", "allowed_token_ids"}) {
+    if (const json* v = Field(body, key)) {
+      if (!v->is_array()) return c.WrongType(key, "an array", *v);
+      if (!v->empty()) return c.Fail(key, fmt::format("'{}' is not supported", key));
+    }
+  }
+  if (Field(body, "truncate_prompt_tokens")) {
+    return c.Fail("truncate_prompt_tokens", "'truncate_prompt_tokens' is not supported");
+  }
   SG_RETURN_IF_ERROR(GetInt(c, body, "min_tokens", &min_tokens));
   if (min_tokens && *min_tokens != 0) return c.Fail("min_tokens", "'min_tokens' is not supported");
   if (const json* v = Field(body, "modalities")) {

@@ -4,7 +4,9 @@
 // field); `null` counts as absent for optional fields; unknown fields are ignored, as OpenAI
 // clients send extras. Known fields asking for what this server cannot do (best_of other than
 // 1 or n, suffix, tools, a non-text response_format, prompt logprobs, beam search, guided
-// decoding, min_tokens, stop_token_ids) are rejected rather than silently ignored.
+// decoding, min_tokens, stop_token_ids, bad_words, allowed_token_ids, truncate_prompt_tokens,
+// include_stop_str_in_output true, skip_special_tokens false) are rejected rather than silently
+// ignored.
 //
 // Fields: model, prompt (string | [token ids] | [string] | [[token ids]]; completions only),
 // messages (chat only: [{role, content: string | [{type: "text", text}]}]), max_tokens,

@@ -97,6 +97,13 @@ TEST(HttpErrors, WrongFieldTypesAndValuesAre400NamingTheField) {
       {"/v1/completions", {{"prompt", "x"}, {"use_beam_search", true}}, "use_beam_search"},
       {"/v1/completions", {{"prompt", "x"}, {"stop_token_ids", {2}}}, "stop_token_ids"},
       {"/v1/completions", {{"prompt", "x"}, {"guided_json", {{"type", "object"}}}}, "guided_json"},
+      {"/v1/completions",
+       {{"prompt", "x"}, {"include_stop_str_in_output", true}},
+       "include_stop_str_in_output"},
+      {"/v1/completions", {{"prompt", "x"}, {"skip_special_tokens", false}}, "skip_special_tokens"},
+      {"/v1/completions", {{"prompt", "x"}, {"bad_words", {"a"}}}, "bad_words"},
+      {"/v1/completions", {{"prompt", "x"}, {"allowed_token_ids", {1}}}, "allowed_token_ids"},
+      {"/v1/completions", {{"prompt", "x"}, {"truncate_prompt_tokens", 5}}, "truncate_prompt_tokens"},
       // This backend (features() none) honours none of these: refused, never ignored.
       {"/v1/completions", {{"prompt", "x"}, {"logprobs", 2}}, "logprobs"},
       {"/v1/completions", {{"prompt", "x"}, {"presence_penalty", 0.5}}, "presence_penalty"},
@@ -144,6 +151,8 @@ TEST(HttpErrors, WrongFieldTypesAndValuesAre400NamingTheField) {
                       {"stop", nullptr},
                       {"n", 1},
                       {"frequency_penalty", 0},
+                      {"skip_special_tokens", true},
+                      {"include_stop_str_in_output", false},
                       {"logprobs", nullptr},
                       {"smartgen", nullptr}})
                 .status,
