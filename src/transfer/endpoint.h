@@ -125,8 +125,10 @@ class Endpoint {
   // Whether `peer` is connected.
   bool IsConnected(PeerId peer) const;
   // What the link to `peer` carries, in payload+header bytes per second, measured from the
-  // frames this side sent while more data waited behind them (link_estimator.h); 0 until
-  // enough was sent that way (or for an unknown peer).
+  // frames this side sent while more data waited behind them (link_estimator.h) - no more than
+  // the engine's own shaping rate when it shapes the link, and no more than the transport's
+  // delivery rate (tcp: the kernel's, from ACKs) when it has one; 0 until enough was sent
+  // that way (or for an unknown peer).
   double LinkBytesPerSecond(PeerId peer) const;
 
   // Posts a batch of block ranges. kInvalidArgument (empty, or out of the geometry),

@@ -52,6 +52,7 @@ struct Session {
   SendQueue data;
   core::Nanos last_send = 0;
   LinkEstimator link;  // the link's rate, from frames sent while more data waited
+  mutable double delivery_bytes_per_second = 0;  // the transport's last delivery-rate sample (under mu_)
   core::Nanos last_ack = 0;  // the peer last acknowledged one of our pushed ranges
 
   // Owned by the receiver thread.

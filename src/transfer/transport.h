@@ -73,6 +73,11 @@ class Connection {
 
   // "tcp 127.0.0.1:41000->127.0.0.1:7000", for logs and errors.
   virtual std::string Describe() const = 0;
+
+  // The rate the transport itself measured the peer receiving at, in bytes per second (tcp: the
+  // kernel's delivery rate, from ACKs, while the sender was not application-limited); 0 when
+  // it has none. Any thread.
+  virtual double DeliveryBytesPerSecond() const { return 0.0; }
 };
 
 class Listener {

@@ -27,6 +27,7 @@ class FaultConnection final : public Connection {
   Status ReceivePayload(std::span<const MutableBytes> parts, Deadline deadline) override;
   void Shutdown() override;
   std::string Describe() const override { return "fault(" + inner_->Describe() + ")"; }
+  double DeliveryBytesPerSecond() const override { return inner_->DeliveryBytesPerSecond(); }
 
  private:
   struct Copy {

@@ -1,5 +1,7 @@
 #include "transfer/tcp/tcp_connection.h"
 
+#include "transfer/tcp/tcp_delivery_rate.h"
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -61,6 +63,8 @@ TcpConnection::TcpConnection(UniqueFd socket, WakeFd wake, EpollWaiter send_wait
 }
 
 TcpConnection::~TcpConnection() { Shutdown(); }
+
+double TcpConnection::DeliveryBytesPerSecond() const { return TcpDeliveryBytesPerSecond(socket_.get()); }
 
 void TcpConnection::Shutdown() {
   if (shut_down_.exchange(true)) return;

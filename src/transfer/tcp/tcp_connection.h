@@ -32,6 +32,7 @@ class TcpConnection final : public Connection {
   Status ReceivePayload(std::span<const MutableBytes> parts, Deadline deadline) override;
   void Shutdown() override;
   std::string Describe() const override { return description_; }
+  double DeliveryBytesPerSecond() const override;
 
  private:
   TcpConnection(UniqueFd socket, WakeFd wake, EpollWaiter send_waiter, EpollWaiter recv_waiter);
