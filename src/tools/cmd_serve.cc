@@ -74,8 +74,9 @@ void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) 
   cmd.add_option("--link-latency-ms", c.link_latency_ms, "emulated one-way link latency")
       ->capture_default_str();
   cmd.add_option("--threads,-t", c.threads, "compute threads")->capture_default_str();
-  cmd.add_flag("--fast-dot", c.fast_dot,
-               "decode with AVX-512 VNNI int8 (Q8_0) and AVX512-BF16 (BF16) dot products where present");
+  cmd.add_flag("--fast-dot,!--exact-dot", c.fast_dot,
+               "decode with int8 (VNNI) and BF16 dot products where the CPU has them (default; "
+               "--exact-dot: the f32 path)")->capture_default_str();
   cmd.add_option("--kv-dtype", c.kv_dtype, "KV cache type: f16 or f32")->capture_default_str();
   cmd.add_option("--block-tokens", c.block_tokens, "tokens per KV block")->capture_default_str();
   cmd.add_option("--kv-capacity-tokens", c.kv_capacity_tokens, "KV pool size in tokens")

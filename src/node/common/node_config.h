@@ -50,7 +50,7 @@ struct NodeConfig {
   // Prefill node: one throwaway prefill of this many tokens at start-up (0 = none). It pages
   // the weights in and seeds the prefill-time estimate that sizes SmartGen's proactive set.
   std::int64_t warmup_tokens = 256;
-  bool fast_dot = false;  // decode with VNNI / BF16 dot products (kernels::SetFastDot)
+  bool fast_dot = true;   // decode with VNNI / BF16 dot products (kernels::SetFastDot), as run does
   std::vector<std::string> profile_paths;    // SmartGen profiles (one per prompt-length bucket)
   // The deadline of each waiting phase of a decode request (decode/request_state.h), and the
   // KV link's silence after which a peer is dead (its requests fall back or fail over).
