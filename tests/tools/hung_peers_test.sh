@@ -3,10 +3,12 @@
 # holding its sockets, silent). Two prefill and two decode nodes behind a router; the KV link
 # is slow (4 Mbit/s) so a 2000-token layerwise request spends about 2 s moving its KV.
 #   1. a decode node stopped while idle;        2. a decode node stopped mid-request;
-#   3. a prefill node stopped before a request; 4. a prefill node stopped mid-transfer.
+#   3. a prefill node stopped before a request; 4. a prefill node stopped mid-transfer;
+#   5. a decode node killed (SIGKILL): 100 sequential requests.
 # Every request must return the tokens of a colocated run, each well within its phase
 # deadlines (heartbeat 1 s, health checks 0.25 s, stream idle 2 s) and far below the request
-# deadline (60 s); afterwards no request, KV block or lease is held on any node.
+# deadline (60 s); after cases 1-4 no request, KV block or lease is held on any node; in case 5
+# at most one request meets the dead node (and fails over), none after it.
 # Usage: hung_peers_test.sh path/to/smartgen
 set -euo pipefail
 BIN="$(realpath "$1")"
@@ -133,3 +135,17 @@ for _ in $(seq 1 100); do
 done
 [ -z "$held" ] || fail "still held after 20 s:$held"
 echo "ok: hung peers handled; nothing held afterwards"
+
+# 5. A decode node killed: every request succeeds on the other one, and after the first
+#    failure (if one meets the dead node at all) none is sent to it.
+WANT4=$(ids colocated 4)
+kill -KILL "$D1_PID"; wait "$D1_PID" 2>/dev/null || true
+met_dead=0
+for i in $(seq 1 100); do
+  got=$(ids colocated 4)
+  [ "$got" = "$WANT4" ] || fail "decode node killed, request $i: ids $got != $WANT4"
+  n=$(/usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["smartgen"]; print(len(s.get("failovers", [])))' "$WORK/last.json")
+  met_dead=$((met_dead + n))
+done
+[ "$met_dead" -le 1 ] || fail "decode node killed: $met_dead requests met the dead node"
+echo "ok: decode node killed: 100 requests served, $met_dead met the dead node"
