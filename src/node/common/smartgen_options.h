@@ -6,7 +6,7 @@
 //    "on_demand": true, "speculative": true, "predict_next": true, "attend_present": true,
 //    "first_step": true, "first_wait_ms": 15, "first_step_fraction": 0,
 //    "proactive_ratio": 0, "proactive_fill": 0.85, "speculative_fraction": 0.1, "query_window": 32,
-//    "wait_bound_ms": -1, "wait_share": 0.35, "step_slack_ms": 3, "wait_factor": 1.0,
+//    "wait_bound_ms": -1, "wait_share": 0.15, "step_slack_ms": 3, "wait_factor": 1.0,
 //    "wait_slack_ms": 0.05, "max_fetch_blocks": 0}
 #pragma once
 
@@ -59,7 +59,7 @@ struct SmartgenOptions {
   // and wait_factor x the layer's local attention time + wait_slack_ms; so a step takes at most
   // about (1 + wait_share) x its own time + step_slack_ms.
   double wait_bound_ms = -1;
-  double wait_share = 0.35;
+  double wait_share = 0.15;
   double step_slack_ms = 3;
   double wait_factor = 1.0;
   double wait_slack_ms = 0.05;
