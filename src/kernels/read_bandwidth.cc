@@ -56,6 +56,8 @@ float StreamSumPortable(const float* p, std::size_t n) {
   return s;
 }
 
+}  // namespace
+
 float StreamSum(const float* p, std::size_t n) {
 #if defined(__x86_64__)
   const core::CpuFeatures& f = core::GetCpuFeatures();
@@ -64,8 +66,6 @@ float StreamSum(const float* p, std::size_t n) {
 #endif
   return StreamSumPortable(p, n);
 }
-
-}  // namespace
 
 double MeasureReadBandwidth(core::ThreadPool* pool, std::size_t bytes, int passes) {
   const std::size_t n_chunks = std::max<std::size_t>(1, bytes / kStreamChunkBytes);

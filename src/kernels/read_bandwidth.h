@@ -14,6 +14,12 @@
 
 namespace smartgen::kernels {
 
+// Sums n floats (n % 64 == 0, p 64-byte aligned) with the widest loads the CPU has and four
+// independent accumulators, so the loads bound it; the result only keeps them from being
+// optimised away. The inner loop of MeasureReadBandwidth (and of bench_kernels'
+// BM_ReadBandwidth).
+float StreamSum(const float* p, std::size_t n);
+
 double MeasureReadBandwidth(core::ThreadPool* pool, std::size_t bytes = std::size_t{1} << 30,
                             int passes = 5);
 
