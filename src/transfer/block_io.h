@@ -65,6 +65,11 @@ class BlockSink {
  public:
   virtual ~BlockSink() = default;
 
+  // Whether `peer` may send the blocks of `range` at all (a request takes KV from one link
+  // only). Called once per arriving data frame, before Prepare for any of its blocks; a
+  // non-OK status rejects every block of the frame as a failed Prepare does.
+  virtual Status Admit(PeerId peer, const BlockRange& range) { return Status::Ok(); }
+
   // Where block `key` goes. Called before its bytes are read off the link. Return kDiscard for a
   // block that is already complete: the engine never writes into a block the sink reports as
   // present, so a duplicate or corrupt copy cannot damage it. A non-OK status rejects the

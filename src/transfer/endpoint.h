@@ -80,6 +80,11 @@ struct EndpointCallbacks {
   std::function<void(TransferHandle, const Status&)> on_transfer_done;
   // A control message from the peer (SendControl).
   std::function<void(PeerId, std::uint32_t type, ConstBytes bytes)> on_control;
+  // The same message, earlier: on the peer's receiver thread as its frame is read, before any
+  // later frame of that peer (a data frame's BlockSink::Admit included) and before on_control,
+  // which runs on a callback thread after the emulated link latency. For what must be in order
+  // with the peer's data (binding a request to its link); quick, and never blocking.
+  std::function<void(PeerId, std::uint32_t type, ConstBytes bytes)> on_control_arrived;
   // A peer completed the handshake (Connect or an accepted connection).
   std::function<void(PeerId)> on_peer_connected;
   // A peer's connection ended; its transfers failed with `why`.

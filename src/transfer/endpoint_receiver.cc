@@ -89,11 +89,12 @@ Status Endpoint::Core::ReceiveData(const std::shared_ptr<Session>& s, const Fram
     }
   }
   Status sink_error;
+  const Status admitted = sink_ != nullptr ? sink_->Admit(s->id, range) : Status::Ok();
   for (std::uint32_t i = 0; i < range.n_blocks; ++i) {
     if (plan[i].fate != Fate::kWrite) continue;
-    if (sink_ == nullptr) {
+    if (sink_ == nullptr || !admitted.ok()) {
       plan[i].fate = Fate::kRejected;
-      sink_error = FailedPrecondition("the receiving endpoint has no BlockSink");
+      sink_error = sink_ == nullptr ? FailedPrecondition("the receiving endpoint has no BlockSink") : admitted;
       continue;
     }
     SinkAction action = SinkAction::kWrite;
@@ -227,6 +228,9 @@ Status Endpoint::Core::ReceiveControl(const std::shared_ptr<Session>& s, const F
     return Status::Ok();
   }
   auto frame = std::make_shared<OwnedFrame>(OwnedFrame{h, std::move(*payload)});
+  if (h.type == FrameType::kControl && callbacks_.on_control_arrived) {
+    callbacks_.on_control_arrived(s->id, h.aux, frame->payload);
+  }
   Deliver(*s, [this, s, frame] { HandleControl(s, *frame); });
   return Status::Ok();
 }
