@@ -171,9 +171,10 @@ Status ServeHttp(server::CompletionBackend* backend, const server::HttpServerOpt
 Status ServeRouter(RouterOptions o) {
   BlockSignals();
   SG_ASSIGN_OR_RETURN(o.router.default_mode, node::ParseTransferMode(o.default_mode));
-  SG_LOG_INFO("serve", "router: model={} prefill=[{}] decode=[{}] default_mode={}",
-              o.router.model_path, fmt::join(o.router.prefill_nodes, ","),
-              fmt::join(o.router.decode_nodes, ","), o.default_mode);
+  SG_LOG_INFO("serve", "router: name={} model={} prefill=[{}] decode=[{}] default_mode={}",
+              o.router.name.empty() ? "(random)" : o.router.name, o.router.model_path,
+              fmt::join(o.router.prefill_nodes, ","), fmt::join(o.router.decode_nodes, ","),
+              o.default_mode);
   SG_ASSIGN_OR_RETURN(std::unique_ptr<node::Router> router, node::Router::Create(o.router));
   server::RouterBackend backend(std::move(router));
   return ServeHttp(&backend, o.http);
@@ -253,6 +254,8 @@ void RegisterServe(CLI::App& app) {
   r->add_option_function<std::string>(
       "--token-file", [router](const std::string& path) { router->router.token = ReadTokenFile(path); },
       "read the nodes' shared secret from a file (first line)");
+  r->add_option("--name", router->router.name,
+                "this router's name to the nodes, which bind each request to it (default: random)");
   r->add_option("--default-mode", router->default_mode,
                 "transfer mode when a request names none")->capture_default_str();
   r->add_option_function<double>(

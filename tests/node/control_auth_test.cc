@@ -11,6 +11,7 @@
 #include "node/common/control_messages.h"
 #include "node/decode/decode_node.h"
 #include "node/prefill/prefill_node.h"
+#include "control_test_util.h"
 #include "node_test_util.h"
 
 namespace smartgen::node {
@@ -56,9 +57,10 @@ class ControlAuth : public ::testing::Test {
 };
 
 TEST_F(ControlAuth, EveryInternalRouteRefusesCallersWithoutTheToken) {
-  const std::string cancel = R"({"request_id": 1})";
-  const std::string prefill = R"({"request_id": 9, "generation": {"prompt": [1, 2, 3], "max_tokens": 4}, "mode": "layerwise",
-                                 "decode_address": "127.0.0.1:9", "timeout_ms": 1000})";
+  const std::string cancel = RequestRef(RequestId::Random()).dump();
+  const std::string prefill = testing::PrefillBody(RequestId::Random(), KvTicket::Random(),
+                                                   testing::TestSpec({1, 2, 3}, 4), TransferMode::kLayerwise,
+                                                   "127.0.0.1:9", 1000);
   struct Route {
     int port;
     const char* method;
@@ -66,7 +68,8 @@ TEST_F(ControlAuth, EveryInternalRouteRefusesCallersWithoutTheToken) {
     std::string body;
   };
   const std::vector<Route> routes = {
-      {decode_->http_port(), "POST", "/internal/decode", R"({"request_id": 5, "generation": {"prompt": [1, 2], "max_tokens": 2}, "mode": "colocated"})"},
+      {decode_->http_port(), "POST", "/internal/decode",
+       testing::DecodeBody(RequestId::Random(), {}, testing::TestSpec({1, 2}, 2), TransferMode::kColocated)},
       {decode_->http_port(), "POST", "/internal/cancel", cancel},
       {decode_->http_port(), "POST", "/internal/fallback", cancel},
       {decode_->http_port(), "GET", "/internal/info", ""},
@@ -91,9 +94,10 @@ TEST_F(ControlAuth, EveryInternalRouteRefusesCallersWithoutTheToken) {
     EXPECT_EQ(Call(r.port, r.method, r.path, r.body, SignHeaders(kToken, r.method, r.path, r.body + " ")), 401);
     refused += 4;
   }
-  // With the token: accepted (cancel and info answer 200), once; the same headers again are a replay.
+  // With the token: accepted (a cancel of an id not running there is 404; info answers 200),
+  // once; the same headers again are a replay.
   const auto signed_cancel = SignHeaders(kToken, "POST", "/internal/cancel", cancel);
-  EXPECT_EQ(Call(decode_->http_port(), "POST", "/internal/cancel", cancel, signed_cancel), 200);
+  EXPECT_EQ(Call(decode_->http_port(), "POST", "/internal/cancel", cancel, signed_cancel), 404);
   EXPECT_EQ(Call(decode_->http_port(), "POST", "/internal/cancel", cancel, signed_cancel), 401) << "replayed";
   EXPECT_EQ(Call(prefill_->http_port(), "GET", "/internal/info", "", SignHeaders(kToken, "GET", "/internal/info", "")), 200);
   refused += 1;
@@ -120,16 +124,14 @@ TEST(ControlAuthConfig, NoBuiltInTokenOffLoopback) {
   EXPECT_FALSE(IsLoopbackHost("10.0.0.1") || IsLoopbackHost("0.0.0.0") || IsLoopbackHost("::"));
 }
 
-TEST_F(ControlAuth, ARequestListensToTheLinkThatStartedItOnly) {
+TEST_F(ControlAuth, ARequestListensOnlyToTheLinkThatProvesItsTicket) {
   // Register a request (signed), as the router does, and keep its stream open.
-  const std::string body =
-      R"({"request_id": 77, "generation": {"prompt": [3, 4, 5, 6, 7, 8, 9, 10], "max_tokens": 4}, "mode": "layerwise",
-          "timeout_ms": 10000})";
-  std::thread stream([&] {
-    httplib::Client cli("127.0.0.1", decode_->http_port());
-    cli.set_read_timeout(15, 0);
-    cli.Post("/internal/decode", SignHeaders(kToken, "POST", "/internal/decode", body), body, "application/json");
-  });
+  const RequestId id = RequestId::Random();
+  const KvTicket ticket = KvTicket::Random();
+  testing::HeldStream stream(decode_->http_port(),
+                             testing::DecodeBody(id, ticket, testing::TestSpec({3, 4, 5, 6, 7, 8, 9, 10}, 4),
+                                                 TransferMode::kLayerwise, 10000),
+                             kToken, "router-a");
   for (int i = 0; i < 200 && decode_->active_requests() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_EQ(decode_->active_requests(), 1u);
   const transfer::PeerId owner{101}, intruder{202};
@@ -137,14 +139,23 @@ TEST_F(ControlAuth, ARequestListensToTheLinkThatStartedItOnly) {
     const auto wire = EncodeControl(m);
     decode_->HandleControlForTest(peer, static_cast<std::uint32_t>(m.type), wire);
   };
+  const std::uint64_t h = id.link_handle();
   const double before = AuthCounter(decode_->MetricsText(), "smartgen_decode_control_rejected_total");
-  send(owner, ControlMessage::PrefillStarted(77));
-  send(intruder, ControlMessage::PrefillDone(77, 5, 8));    // someone else's token 1
-  send(intruder, ControlMessage::PrefillFailed(77, Internal("forced fallback")));
-  EXPECT_EQ(AuthCounter(decode_->MetricsText(), "smartgen_decode_control_rejected_total"), before + 2);
+  // Speaking first wins nothing: a PrefillStarted without the ticket (or with the handle but
+  // not the whole id) binds nothing, and nothing else binds at all.
+  send(intruder, ControlMessage::PrefillStarted(id, KvTicket::Random()));
+  send(intruder, ControlMessage::PrefillStarted(RequestId{id.hi ^ 1, id.lo}, ticket));
+  send(intruder, ControlMessage::PrefillDone(h, 5, 8));
+  EXPECT_EQ(AuthCounter(decode_->MetricsText(), "smartgen_decode_control_rejected_total"), before + 3);
+  send(owner, ControlMessage::PrefillStarted(id, ticket));
+  send(intruder, ControlMessage::PrefillStarted(id, ticket));  // the ticket, but the request is bound
+  send(intruder, ControlMessage::PrefillDone(h, 5, 8));    // someone else's token 1
+  send(intruder, ControlMessage::PrefillFailed(h, Internal("forced fallback")));
+  EXPECT_EQ(AuthCounter(decode_->MetricsText(), "smartgen_decode_control_rejected_total"), before + 6);
   // The owner's link failing ends the wait: the request computes its prompt here and finishes.
-  send(owner, ControlMessage::PrefillFailed(77, Unavailable("owner failed")));
-  stream.join();
+  send(owner, ControlMessage::PrefillFailed(h, Unavailable("owner failed")));
+  stream.Join();
+  EXPECT_EQ(stream.Last().value("event", ""), "done");
   for (int i = 0; i < 200 && decode_->active_requests() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(decode_->active_requests(), 0u);
   EXPECT_NE(decode_->MetricsText().find("smartgen_decode_fallbacks_total 1"), std::string::npos);

@@ -142,7 +142,7 @@ TEST(FailureMatrix, MalformedControlMessagesAreRejectedCountedAndTheNodeKeepsSer
   const transfer::PeerId peer{77};
   std::vector<std::pair<std::uint32_t, std::vector<std::byte>>> bad;
   auto wire = [](const ControlMessage& m) { return EncodeControl(m); };
-  bad.push_back({99, wire(ControlMessage::PrefillStarted(1))});                     // unknown type
+  bad.push_back({99, wire(ControlMessage::PrefillStarted(RequestId{0, 1}, KvTicket{0, 1}))});                     // unknown type
   bad.push_back({0, {}});                                                            // empty
   for (std::uint32_t t = 1; t <= 6; ++t) bad.push_back({t, {std::byte{1}, std::byte{2}}});  // truncated
   bad.push_back({1, wire(ControlMessage::PrefillDone(1, -1, 5))});                   // bad token

@@ -76,7 +76,7 @@ std::vector<std::byte> Bytes(std::initializer_list<int> v) {
 TEST(ControlMessages, EveryKindRoundTrips) {
   const std::vector<std::byte> summaries = Bytes({1, 2, 3, 4, 5});
   const std::vector<ControlMessage> all = {
-      ControlMessage::PrefillStarted(7),
+      ControlMessage::PrefillStarted(RequestId{0xabcdull, 7}, KvTicket{0x1111ull, 0x2222ull}),
       ControlMessage::PrefillDone(7, 42, 300),
       ControlMessage::PrefillFailed(7, Unavailable("out of KV")),
       ControlMessage::Summaries(7, summaries),
@@ -95,6 +95,8 @@ TEST(ControlMessages, EveryKindRoundTrips) {
     EXPECT_EQ(back->layer, m.layer);
     EXPECT_EQ(back->blocks, m.blocks);
     EXPECT_EQ(back->failure.code(), m.failure.code());
+    EXPECT_EQ(back->request_id_hi, m.request_id_hi);
+    EXPECT_EQ(back->ticket, m.ticket);
     EXPECT_EQ(std::vector<std::byte>(back->summaries.begin(), back->summaries.end()),
               std::vector<std::byte>(m.summaries.begin(), m.summaries.end()));
     // Every kind, cut short anywhere or with a byte too many, is refused.
@@ -112,9 +114,9 @@ TEST(ControlMessages, EveryKindRoundTrips) {
 }
 
 TEST(ControlMessages, HostileCountsTypesAndValuesAreRefused) {
-  EXPECT_EQ(DecodeControl(0, EncodeControl(ControlMessage::PrefillStarted(1))).status().code(),
+  EXPECT_EQ(DecodeControl(0, EncodeControl(ControlMessage::PrefillStarted(RequestId{0, 1}, KvTicket{0, 1}))).status().code(),
             StatusCode::kDataLoss);
-  EXPECT_FALSE(DecodeControl(99, EncodeControl(ControlMessage::PrefillStarted(1))).ok());
+  EXPECT_FALSE(DecodeControl(99, EncodeControl(ControlMessage::PrefillStarted(RequestId{0, 1}, KvTicket{0, 1}))).ok());
   // A count of 2^32-1 blocks in a short message: refused without allocating for it.
   std::vector<std::byte> wire = EncodeControl(ControlMessage::Requested(1, {{0, 0, 0}}));
   const std::uint32_t huge = 0xffffffffu;

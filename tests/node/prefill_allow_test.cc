@@ -11,6 +11,7 @@
 #include "node/common/control_auth.h"
 #include "node/decode/decode_node.h"
 #include "node/prefill/prefill_node.h"
+#include "control_test_util.h"
 #include "node_test_util.h"
 
 namespace smartgen::node {
@@ -31,17 +32,14 @@ double AllowCounter(const std::string& metrics, const std::string& name) {
   return at == std::string::npos ? 0 : std::stod(metrics.substr(at + name.size() + 2));
 }
 
+const KvTicket kAllowTicket{0x5eed, 0x7e11};
+
 // A signed POST /internal/prefill of request `id` naming `decode_address`; the HTTP status.
 int SignedPrefill(int port, std::uint64_t id, const std::string& decode_address) {
-  const std::string body = R"({"request_id": )" + std::to_string(id) +
-                           R"(, "generation": {"prompt": [3, 4, 5, 6, 7, 8, 9, 10], "max_tokens": 4},
-                              "mode": "layerwise", "decode_address": ")" + decode_address +
-                           R"(", "timeout_ms": 10000})";
-  httplib::Client cli("127.0.0.1", port);
-  cli.set_read_timeout(15, 0);
-  auto r = cli.Post("/internal/prefill", SignHeaders(kAllowToken, "POST", "/internal/prefill", body), body,
-                    "application/json");
-  return r ? r->status : -1;
+  const std::string body = testing::PrefillBody(RequestId{0, id}, kAllowTicket,
+                                                testing::TestSpec({3, 4, 5, 6, 7, 8, 9, 10}, 4),
+                                                TransferMode::kLayerwise, decode_address, 10000);
+  return testing::SignedPost(port, "/internal/prefill", body, kAllowToken);
 }
 
 TEST(PrefillAllowDecode, RefusesAddressesOutsideItsDecodeNodesWith403) {
@@ -72,21 +70,18 @@ TEST(PrefillAllowDecode, ServesAnAllowedDecodeNode) {
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_TRUE((*p)->Start().ok());
   // Register the request at the decode node as the router does, and keep its stream open.
-  const std::string body =
-      R"({"request_id": 43, "generation": {"prompt": [3, 4, 5, 6, 7, 8, 9, 10], "max_tokens": 4},
-          "mode": "layerwise", "timeout_ms": 10000})";
-  std::thread stream([&] {
-    httplib::Client cli("127.0.0.1", decode.http_port());
-    cli.set_read_timeout(15, 0);
-    cli.Post("/internal/decode", SignHeaders(kAllowToken, "POST", "/internal/decode", body), body,
-             "application/json");
-  });
+  testing::HeldStream stream(decode.http_port(),
+                             testing::DecodeBody(RequestId{0, 43}, kAllowTicket,
+                                                 testing::TestSpec({3, 4, 5, 6, 7, 8, 9, 10}, 4),
+                                                 TransferMode::kLayerwise, 10000),
+                             kAllowToken, "");
   for (int i = 0; i < 200 && decode.active_requests() == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(decode.active_requests(), 1u);
   EXPECT_EQ(SignedPrefill((*p)->http_port(), 43, decode.transfer_address()), 200);
-  stream.join();
+  stream.Join();
+  EXPECT_EQ(stream.Last().value("event", ""), "done");
   EXPECT_EQ(AllowCounter((*p)->MetricsText(), "smartgen_prefill_decode_refused_total"), 0);
 }
 

@@ -121,10 +121,11 @@ code=$(/usr/bin/python3 - "$WORK/token" "http://${IP4[p1]}:8101" "${IP4[p2]}:22"
 import hashlib, hmac, json, os, sys, time, urllib.error, urllib.request
 token = open(sys.argv[1]).read().strip().encode()
 path = "/internal/prefill"
-body = json.dumps({"request_id": 7, "generation": {"prompt": [1, 2, 3], "max_tokens": 2},
+body = json.dumps({"request_id": os.urandom(16).hex(), "kv_ticket": os.urandom(16).hex(),
+                   "generation": {"prompt": [1, 2, 3], "max_tokens": 2},
                    "mode": "layerwise", "decode_address": sys.argv[3], "timeout_ms": 5000}).encode()
 t, nonce = str(int(time.time() * 1000)), os.urandom(16).hex()
-canonical = "\n".join(["POST", path, hashlib.sha256(body).hexdigest(), t, nonce]).encode()
+canonical = "\n".join(["POST", path, hashlib.sha256(body).hexdigest(), t, nonce, ""]).encode()  # no caller
 headers = {"Content-Type": "application/json", "X-Smartgen-Time": t, "X-Smartgen-Nonce": nonce,
            "X-Smartgen-Signature": hmac.new(token, canonical, hashlib.sha256).hexdigest()}
 try:

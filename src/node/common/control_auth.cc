@@ -3,6 +3,10 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -36,11 +40,12 @@ std::int64_t WallMillis() {
 }
 
 std::string Signature(std::string_view token, std::string_view method, std::string_view path,
-                      std::string_view body, std::int64_t time_ms, std::string_view nonce) {
+                      std::string_view body, std::int64_t time_ms, std::string_view nonce,
+                      std::string_view caller) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(body.data()), body.size(), digest);
   const std::string canonical =
-      fmt::format("{}\n{}\n{}\n{}\n{}", method, path, Hex(digest, sizeof(digest)), time_ms, nonce);
+      fmt::format("{}\n{}\n{}\n{}\n{}\n{}", method, path, Hex(digest, sizeof(digest)), time_ms, nonce, caller);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
   HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
@@ -49,7 +54,7 @@ std::string Signature(std::string_view token, std::string_view method, std::stri
 }
 
 httplib::Headers SignHeaders(std::string_view token, std::string_view method, std::string_view path,
-                             std::string_view body) {
+                             std::string_view body, std::string_view caller) {
   unsigned char raw[16];
   if (RAND_bytes(raw, sizeof(raw)) != 1) {
     // No entropy (should not happen): a time-derived nonce still differs per call.
@@ -58,9 +63,22 @@ httplib::Headers SignHeaders(std::string_view token, std::string_view method, st
   }
   const std::string nonce = Hex(raw, sizeof(raw));
   const std::int64_t now = WallMillis();
-  return {{kAuthTimeHeader, std::to_string(now)},
-          {kAuthNonceHeader, nonce},
-          {kAuthSignatureHeader, Signature(token, method, path, body, now, nonce)}};
+  httplib::Headers h = {{kAuthTimeHeader, std::to_string(now)},
+                        {kAuthNonceHeader, nonce},
+                        {kAuthSignatureHeader, Signature(token, method, path, body, now, nonce, caller)}};
+  if (!caller.empty()) h.emplace(kAuthCallerHeader, std::string(caller));
+  return h;
+}
+
+std::string CallerOf(const httplib::Request& req) {
+  std::string name = req.get_header_value(kAuthCallerHeader);
+  if (req.ssl == nullptr) return name;
+  X509* cert = SSL_get_peer_certificate(const_cast<SSL*>(req.ssl));
+  if (cert == nullptr) return name;
+  char cn[256] = {0};
+  const int n = X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof(cn));
+  X509_free(cert);
+  return fmt::format("cn={} {}", n > 0 ? std::string_view(cn, n) : std::string_view(), name);
 }
 
 Status RequestVerifier::Verify(const httplib::Request& req) {
@@ -79,12 +97,17 @@ Status RequestVerifier::Verify(const httplib::Request& req) {
     return PermissionDenied("malformed {}", kAuthTimeHeader);
   }
   if (nonce.size() > 64) return PermissionDenied("malformed {}", kAuthNonceHeader);
+  const std::string caller = req.get_header_value(kAuthCallerHeader);
+  if (caller.size() > kMaxCallerBytes ||
+      std::any_of(caller.begin(), caller.end(), [](char c) { return c < 0x21 || c > 0x7e; })) {
+    return PermissionDenied("malformed {}", kAuthCallerHeader);
+  }
   const std::int64_t now = WallMillis();
   if (time_ms < now - window_ms_ || time_ms > now + window_ms_) {
     return PermissionDenied("{} {}: timestamp {} ms away from this node's clock", req.method, req.path,
                             time_ms - now);
   }
-  if (!SameSecret(signature, Signature(token_, req.method, req.path, req.body, time_ms, nonce))) {
+  if (!SameSecret(signature, Signature(token_, req.method, req.path, req.body, time_ms, nonce, caller))) {
     return PermissionDenied("{} {}: wrong signature (token mismatch?)", req.method, req.path);
   }
   std::lock_guard<std::mutex> lock(mu_);

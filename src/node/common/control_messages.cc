@@ -63,6 +63,13 @@ Status GetKeys(Reader& r, ControlType type, int fields, int layer, std::vector<s
   return Status::Ok();
 }
 
+ControlMessage Header(ControlType type, std::uint64_t id) {
+  ControlMessage m;
+  m.type = type;
+  m.request_id = id;
+  return m;
+}
+
 }  // namespace
 
 std::string_view ControlTypeName(ControlType type) {
@@ -78,18 +85,17 @@ std::string_view ControlTypeName(ControlType type) {
   return "unknown";
 }
 
-ControlMessage ControlMessage::PrefillStarted(std::uint64_t id) {
-  ControlMessage m;
-  m.type = ControlType::kPrefillStarted;
-  m.request_id = id;
+ControlMessage ControlMessage::PrefillStarted(const RequestId& id, const KvTicket& ticket) {
+  ControlMessage m = Header(ControlType::kPrefillStarted, id.link_handle());
+  m.request_id_hi = id.hi;
+  m.ticket = ticket;
   return m;
 }
 
 ControlMessage ControlMessage::PrefillDone(std::uint64_t id, std::int32_t first_token,
                                            std::int64_t n_prompt,
                                            const model::TokenLogprobs* first_logprobs) {
-  ControlMessage m = PrefillStarted(id);
-  m.type = ControlType::kPrefillDone;
+  ControlMessage m = Header(ControlType::kPrefillDone, id);
   if (first_logprobs) m.first_logprobs = *first_logprobs;
   m.first_token = first_token;
   m.n_prompt = n_prompt;
@@ -97,22 +103,19 @@ ControlMessage ControlMessage::PrefillDone(std::uint64_t id, std::int32_t first_
 }
 
 ControlMessage ControlMessage::PrefillFailed(std::uint64_t id, const Status& why) {
-  ControlMessage m = PrefillStarted(id);
-  m.type = ControlType::kPrefillFailed;
+  ControlMessage m = Header(ControlType::kPrefillFailed, id);
   m.failure = why;
   return m;
 }
 
 ControlMessage ControlMessage::Summaries(std::uint64_t id, std::span<const std::byte> summaries) {
-  ControlMessage m = PrefillStarted(id);
-  m.type = ControlType::kSummaries;
+  ControlMessage m = Header(ControlType::kSummaries, id);
   m.summaries = summaries;
   return m;
 }
 
 ControlMessage ControlMessage::Manifest(std::uint64_t id, int layer, std::vector<select::BlockKey> blocks) {
-  ControlMessage m = PrefillStarted(id);
-  m.type = ControlType::kProactiveManifest;
+  ControlMessage m = Header(ControlType::kProactiveManifest, id);
   m.layer = layer;
   m.blocks = std::move(blocks);
   return m;
@@ -126,8 +129,7 @@ ControlMessage ControlMessage::FirstStepManifest(std::uint64_t id, int layer,
 }
 
 ControlMessage ControlMessage::Requested(std::uint64_t id, std::vector<select::BlockKey> blocks) {
-  ControlMessage m = PrefillStarted(id);
-  m.type = ControlType::kRequested;
+  ControlMessage m = Header(ControlType::kRequested, id);
   m.blocks = std::move(blocks);
   return m;
 }
@@ -136,7 +138,11 @@ std::vector<std::byte> EncodeControl(const ControlMessage& m) {
   Writer w;
   w.Put(m.request_id);
   switch (m.type) {
-    case ControlType::kPrefillStarted: break;
+    case ControlType::kPrefillStarted:
+      w.Put(m.request_id_hi);
+      w.Put(m.ticket.hi);
+      w.Put(m.ticket.lo);
+      break;
     case ControlType::kPrefillDone:
       w.Put(m.first_token);
       w.Put(m.n_prompt);
@@ -187,7 +193,11 @@ Result<ControlMessage> DecodeControl(std::uint32_t type, std::span<const std::by
   Reader r(bytes);
   SG_RETURN_IF_ERROR(r.Get(&m.request_id));
   switch (m.type) {
-    case ControlType::kPrefillStarted: break;
+    case ControlType::kPrefillStarted:
+      SG_RETURN_IF_ERROR(r.Get(&m.request_id_hi));
+      SG_RETURN_IF_ERROR(r.Get(&m.ticket.hi));
+      SG_RETURN_IF_ERROR(r.Get(&m.ticket.lo));
+      break;
     case ControlType::kPrefillDone:
       SG_RETURN_IF_ERROR(r.Get(&m.first_token));
       SG_RETURN_IF_ERROR(r.Get(&m.n_prompt));

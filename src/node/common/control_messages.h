@@ -1,8 +1,10 @@
 // The messages that ride the KV link (transfer control messages, in order with each other):
 // one binary encoding for all of them, one encoder, one decoder that never throws.
 //
-//   header       u64 request_id
-//   kPrefillStarted     (nothing more)                 prefill -> decode: the prefill began
+//   header       u64 request_id: the request's KV link handle (RequestId::link_handle())
+//   kPrefillStarted     u64 id_hi, u64 ticket_hi,      prefill -> decode: the prefill began; the
+//                       u64 ticket_lo                  rest of the 128-bit id and the KvTicket the
+//                                                      router gave the prefill node (binds the link)
 //   kPrefillDone        i32 first_token, i64 n_prompt  prefill -> decode: KV computed, token 1
 //                       [f32 logprob, u32 n, n x (i32 id, f32 logprob)]: its log-probabilities
 //   kPrefillFailed      u32 code, u32 n, n bytes text  prefill -> decode: compute it yourself
@@ -25,6 +27,7 @@
 
 #include "core/result.h"
 #include "model/sampler.h"
+#include "node/common/request_id.h"
 #include "select/block_key.h"
 
 namespace smartgen::node {
@@ -42,7 +45,9 @@ std::string_view ControlTypeName(ControlType type);
 
 struct ControlMessage {
   ControlType type = ControlType::kPrefillStarted;
-  std::uint64_t request_id = 0;
+  std::uint64_t request_id = 0;             // the link handle
+  std::uint64_t request_id_hi = 0;          // kPrefillStarted: the id's high half
+  KvTicket ticket;                          // kPrefillStarted
   std::int32_t first_token = -1;            // kPrefillDone
   std::int64_t n_prompt = 0;                // kPrefillDone
   std::optional<model::TokenLogprobs> first_logprobs;  // kPrefillDone, when the request asked
@@ -51,7 +56,7 @@ struct ControlMessage {
   int layer = 0;                            // k*Manifest
   std::vector<select::BlockKey> blocks;     // k*Manifest (of `layer`), kRequested
 
-  static ControlMessage PrefillStarted(std::uint64_t id);
+  static ControlMessage PrefillStarted(const RequestId& id, const KvTicket& ticket);
   static ControlMessage PrefillDone(std::uint64_t id, std::int32_t first_token, std::int64_t n_prompt,
                                     const model::TokenLogprobs* first_logprobs = nullptr);
   static ControlMessage PrefillFailed(std::uint64_t id, const Status& why);

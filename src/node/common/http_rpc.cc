@@ -50,7 +50,7 @@ void SetTimeouts(httplib::Client& cli, core::Nanos timeout) {
 httplib::Headers AuthHeaders(const NodeAddress& node, std::string_view method, const std::string& path,
                              std::string_view body) {
   if (node.token.empty()) return {};
-  return SignHeaders(node.token, method, path, body);
+  return SignHeaders(node.token, method, path, body, node.caller);
 }
 
 }  // namespace

@@ -62,12 +62,14 @@ inline constexpr core::Nanos kStreamAliveInterval = core::Seconds(1);
 void StreamLines(httplib::Response& res, std::shared_ptr<LineQueue> queue,
                  std::function<void()> on_disconnect);
 
-// An HTTP endpoint of a node: "host:port", and the token its control plane wants (calls to
-// it are signed with it, control_auth.h; empty = unsigned). ToString never shows the token.
+// An HTTP endpoint of a node: "host:port", the token its control plane wants (calls to it are
+// signed with it, control_auth.h; empty = unsigned), and the name the caller signs as.
+// ToString never shows the token.
 struct NodeAddress {
   std::string host;
   int port = 0;
   std::string token;
+  std::string caller;
   std::string ToString() const;
 };
 Result<NodeAddress> ParseNodeAddress(const std::string& text);  // "http://h:p" or "h:p"

@@ -13,7 +13,20 @@ Result<TransferMode> ModeField(const json& j, const char* what) {
   return ParseTransferMode(name);
 }
 
+Result<Id128> IdField(const json& j, const char* key, const char* what) {
+  std::string hex;
+  SG_RETURN_IF_ERROR(JsonFields(j, what).Required(key, &hex));
+  return ParseId128(hex, fmt::format("{}: {}", what, key).c_str());
+}
+
 }  // namespace
+
+json RequestRef(const RequestId& id) { return {{"request_id", id.ToHex()}}; }
+
+Result<RequestId> ParseRequestRef(const json& j, const char* what) {
+  SG_RETURN_IF_ERROR(JsonFields(j, what).Check());
+  return IdField(j, "request_id", what);
+}
 
 json ToJson(const NodeInfo& v) {
   return {{"role", v.role}, {"name", v.name}, {"transfer_address", v.transfer_address},
@@ -39,7 +52,8 @@ Result<NodeInfo> ParseNodeInfo(const json& j) {
 }
 
 json ToJson(const PrefillCall& v) {
-  return {{"request_id", v.request_id}, {"generation", ToJson(v.spec)},
+  return {{"request_id", v.request_id.ToHex()}, {"kv_ticket", v.kv_ticket.ToHex()},
+          {"generation", ToJson(v.spec)},
           {"mode", TransferModeName(v.mode)}, {"decode_address", v.decode_address},
           {"timeout_ms", v.timeout_ms}};
 }
@@ -48,7 +62,8 @@ Result<PrefillCall> ParsePrefillCall(const json& j) {
   PrefillCall v;
   JsonFields f(j, "prefill call");
   SG_RETURN_IF_ERROR(f.Check());
-  SG_RETURN_IF_ERROR(f.Required("request_id", &v.request_id));
+  SG_ASSIGN_OR_RETURN(v.request_id, IdField(j, "request_id", "prefill call"));
+  SG_ASSIGN_OR_RETURN(v.kv_ticket, IdField(j, "kv_ticket", "prefill call"));
   if (!j.contains("generation")) return InvalidArgument("prefill call: field 'generation' is missing");
   SG_ASSIGN_OR_RETURN(v.spec, ParseGenerationSpec(j["generation"], "prefill call"));
   SG_ASSIGN_OR_RETURN(v.mode, ModeField(j, "prefill call"));
@@ -74,15 +89,20 @@ Result<PrefillReply> ParsePrefillReply(const json& j) {
 }
 
 json ToJson(const DecodeCall& v) {
-  return {{"request_id", v.request_id}, {"generation", ToJson(v.spec)},
-          {"mode", TransferModeName(v.mode)}, {"timeout_ms", v.timeout_ms}};
+  json j = {{"request_id", v.request_id.ToHex()}, {"generation", ToJson(v.spec)},
+            {"mode", TransferModeName(v.mode)}, {"timeout_ms", v.timeout_ms}};
+  if (v.kv_ticket.valid()) j["kv_ticket"] = v.kv_ticket.ToHex();
+  return j;
 }
 
 Result<DecodeCall> ParseDecodeCall(const json& j) {
   DecodeCall v;
   JsonFields f(j, "decode call");
   SG_RETURN_IF_ERROR(f.Check());
-  SG_RETURN_IF_ERROR(f.Required("request_id", &v.request_id));
+  SG_ASSIGN_OR_RETURN(v.request_id, IdField(j, "request_id", "decode call"));
+  if (j.contains("kv_ticket") && !j["kv_ticket"].is_null()) {
+    SG_ASSIGN_OR_RETURN(v.kv_ticket, IdField(j, "kv_ticket", "decode call"));
+  }
   if (!j.contains("generation")) return InvalidArgument("decode call: field 'generation' is missing");
   SG_ASSIGN_OR_RETURN(v.spec, ParseGenerationSpec(j["generation"], "decode call"));
   SG_ASSIGN_OR_RETURN(v.mode, ModeField(j, "decode call"));

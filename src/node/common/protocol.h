@@ -4,7 +4,9 @@
 //   GET  /internal/info     -> NodeInfo
 //   POST /internal/prefill  PrefillCall -> PrefillReply            (prefill node)
 //   POST /internal/decode   DecodeCall  -> NDJSON DecodeEvent stream (decode node)
-//   POST /internal/cancel   {"request_id": n}                       (both)
+//   POST /internal/cancel   {"request_id": hex} (RequestRef)         (both)
+//   POST /internal/fallback {"request_id": hex}                      (decode node)
+// Request ids and KV tickets are 128-bit values in 32 hex digits (request_id.h).
 // Prefill node <-> decode node messages ride the KV link as transfer control messages
 // (control_messages.h), so they are ordered with the link and need no second channel.
 //
@@ -21,6 +23,7 @@
 #include "core/result.h"
 #include "model/sampler.h"
 #include "node/common/generation_spec.h"
+#include "node/common/request_id.h"
 #include "node/common/transfer_mode.h"
 
 namespace smartgen::node {
@@ -39,7 +42,8 @@ struct NodeInfo {
 
 // A call is the request's GenerationSpec plus what the router decided for this attempt.
 struct PrefillCall {
-  std::uint64_t request_id = 0;
+  RequestId request_id;
+  KvTicket kv_ticket;            // proven to the decode node in PrefillStarted (request_id.h)
   GenerationSpec spec;
   TransferMode mode = TransferMode::kLayerwise;
   std::string decode_address;    // the decode node's transfer address
@@ -54,7 +58,10 @@ struct PrefillReply {
 };
 
 struct DecodeCall {
-  std::uint64_t request_id = 0;
+  RequestId request_id;
+  // The secret the assigned prefill node proves on the KV link; only the link that proves it
+  // may send this request's KV. Absent (invalid) for colocated requests: no link may.
+  KvTicket kv_ticket;
   GenerationSpec spec;
   TransferMode mode = TransferMode::kLayerwise;
   std::int64_t timeout_ms = 60000;
@@ -91,6 +98,10 @@ Result<PrefillCall> ParsePrefillCall(const nlohmann::json& j);
 Result<PrefillReply> ParsePrefillReply(const nlohmann::json& j);
 Result<DecodeCall> ParseDecodeCall(const nlohmann::json& j);
 Result<DecodeEvent> ParseDecodeEvent(const nlohmann::json& j);
+
+// The body of /internal/cancel and /internal/fallback: {"request_id": hex, ...}.
+nlohmann::json RequestRef(const RequestId& id);
+Result<RequestId> ParseRequestRef(const nlohmann::json& j, const char* what);
 
 // Parses text as JSON without throwing: kInvalidArgument with the parser's message.
 Result<nlohmann::json> ParseJsonText(std::string_view text);

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include "core/log.h"
+
 namespace smartgen::node {
 
 Result<std::shared_ptr<DecodeKvStore::Entry>> DecodeKvStore::Add(std::uint64_t request_id,
@@ -55,6 +57,29 @@ Status DecodeKvStore::Detach(std::uint64_t request_id, core::Deadline deadline) 
 std::size_t DecodeKvStore::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return entries_.size();
+}
+
+bool DecodeKvStore::Bind(std::uint64_t request_id, transfer::PeerId link) {
+  std::shared_ptr<Entry> e = Find(request_id);
+  if (e == nullptr || link.value == 0) return false;
+  std::uint64_t expected = 0;
+  return e->link.compare_exchange_strong(expected, link.value, std::memory_order_acq_rel) ||
+         expected == link.value;
+}
+
+Status DecodeKvStore::Admit(transfer::PeerId peer, const transfer::BlockRange& range) {
+  std::shared_ptr<Entry> e = Find(range.request_id);
+  if (e == nullptr) return Status::Ok();  // unknown: Prepare discards its blocks
+  const std::uint64_t link = e->link.load(std::memory_order_acquire);
+  if (link == peer.value) return Status::Ok();
+  if (refused_ != nullptr) refused_->Increment();
+  if (e->frames_refused.fetch_add(1, std::memory_order_relaxed) == 0) {
+    SG_LOG_WARN("decode", "refused KV for request {} from KV link {} ({}): the request takes KV "
+                "from {} only; further refusals for it are counted, not logged",
+                range.request_id, peer.value, transfer::ToString(range),
+                link == 0 ? std::string("the link that proves its ticket") : fmt::format("link {}", link));
+  }
+  return PermissionDenied("request {} does not take KV from this link", range.request_id);
 }
 
 Status DecodeKvStore::Prepare(const transfer::BlockKey& key,

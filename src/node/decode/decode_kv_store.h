@@ -6,6 +6,9 @@
 // Each destination handed to the engine owns its entry (BlockDestination::owner) and counts as a
 // pending write until the engine lets go of it, so a removed request's memory lives exactly as
 // long as a write into it can still happen, and Detach can wait for the last one.
+// A request takes KV from one link only: the one Bind tied it to (the link whose PrefillStarted
+// proved the request's KV ticket). Data frames from any other link - or for a request not yet
+// bound - are refused in Admit before a byte is written, counted, and logged once per request.
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once
@@ -19,6 +22,7 @@
 #include <unordered_map>
 
 #include "core/clock.h"
+#include "core/metrics.h"
 #include "kv/block_pool.h"
 #include "kv/residency.h"
 #include "kv/sequence_kv.h"
@@ -42,11 +46,16 @@ class DecodeKvStore final : public transfer::BlockSink {
     std::atomic<core::Nanos> last_block_at{0};  // when the last verified block landed
     // Destinations handed to the engine and not yet let go (each one's owner holds a count).
     std::atomic<int> pending_writes{0};
+    // The KV link (PeerId::value) this request takes blocks from; 0 until Bind.
+    std::atomic<std::uint64_t> link{0};
+    std::atomic<std::uint64_t> frames_refused{0};  // data frames from another link
   };
 
   explicit DecodeKvStore(kv::BlockPool* pool) : pool_(pool) {}
   // Called (on a transfer thread) after each block landed; set before the store is shared.
   void set_on_block_ready(std::function<void()> fn) { on_block_ready_ = std::move(fn); }
+  // Counts refused data frames (Admit); set before the store is shared; may stay null.
+  void set_refused_counter(core::Counter* counter) { refused_ = counter; }
 
   // Registers a request whose prompt has n_prompt tokens and reserves KV for `capacity_tokens`
   // (prompt + output). kResourceExhausted when the pool is full; kInvalidArgument if known.
@@ -60,8 +69,13 @@ class DecodeKvStore final : public transfer::BlockSink {
   // recompute of what the link did not bring). kDeadlineExceeded if a write is still pending.
   Status Detach(std::uint64_t request_id, core::Deadline deadline);
   std::size_t size() const;
+  // Ties the request to `link`: from now on it takes blocks from that link only. True when it
+  // is tied to `link` (now or before); false when unknown or tied to another link.
+  bool Bind(std::uint64_t request_id, transfer::PeerId link);
 
   // transfer::BlockSink
+  // kPermissionDenied for a frame of a known request from a link it is not tied to.
+  Status Admit(transfer::PeerId peer, const transfer::BlockRange& range) override;
   Status Prepare(const transfer::BlockKey& key, transfer::BlockDestination* destination,
                  transfer::SinkAction* action) override;
   void OnBlockReady(const transfer::BlockKey& key) override;
@@ -70,6 +84,7 @@ class DecodeKvStore final : public transfer::BlockSink {
  private:
   kv::BlockPool* pool_;
   std::function<void()> on_block_ready_;
+  core::Counter* refused_ = nullptr;
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Entry>> entries_;
 };

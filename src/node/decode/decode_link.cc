@@ -1,5 +1,5 @@
 // The decode node's side of the KV link: control messages from prefill nodes (each request
-// listens to one link), links that go down, on-demand pulls and the local recompute of KV the
+// listens to one link: the one whose PrefillStarted proved its KV ticket), links that go down, on-demand pulls and the local recompute of KV the
 // link no longer brings. See decode_node.h.
 #include <cstring>
 
@@ -12,6 +12,25 @@ void DecodeNode::Reject(transfer::PeerId peer, std::uint32_t type, const Status&
   bad_control_->Increment();
   SG_LOG_WARN("decode", "{}: rejected a control message of type {} from peer {}: {}", config_.name,
               type, peer.value, why.ToString());
+}
+
+namespace {
+
+// Whether a PrefillStarted names all of r's id and carries the ticket the router gave r.
+bool ProvesTicket(const DecodeRequest& r, const ControlMessage& m) {
+  return r.call.kv_ticket.valid() && m.request_id_hi == r.call.request_id.hi &&
+         SecretEquals(m.ticket, r.call.kv_ticket);
+}
+
+}  // namespace
+
+void DecodeNode::OnControlArrived(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
+  if (type != static_cast<std::uint32_t>(ControlType::kPrefillStarted)) return;
+  auto m = DecodeControl(type, bytes);
+  if (!m.ok()) return;  // OnControl rejects it
+  RequestPtr r = FindRequest(m->request_id);
+  if (r == nullptr || r->entry == nullptr || !ProvesTicket(*r, *m)) return;
+  static_cast<void>(store_.Bind(m->request_id, peer));  // false: tied elsewhere (OnControl says so)
 }
 
 void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
@@ -28,10 +47,20 @@ void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::
     return Reject(peer, type, InvalidArgument("request {} is colocated", m->request_id));
   }
   std::lock_guard<std::mutex> lock(r->mu);
-  // A request listens to one link: the first that speaks for it (PrefillStarted).
-  if (!r->peer) r->peer = peer;
-  if (*r->peer != peer) {
-    return Reject(peer, type, PermissionDenied("request {} is tied to another KV link", m->request_id));
+  // A request listens to one link: the one whose PrefillStarted proves the ticket the router
+  // gave it at registration. Nothing else binds it, so a link that speaks first wins nothing.
+  if (m->type == ControlType::kPrefillStarted && !r->peer) {
+    if (!ProvesTicket(*r, *m)) {
+      return Reject(peer, type, PermissionDenied("request {}: prefill_started without the request's KV ticket",
+                                                 m->request_id));
+    }
+    if (!store_.Bind(m->request_id, peer)) {
+      return Reject(peer, type, PermissionDenied("request {} takes KV from another link", m->request_id));
+    }
+    r->peer = peer;
+  }
+  if (!r->peer || *r->peer != peer) {
+    return Reject(peer, type, PermissionDenied("request {} is not tied to this KV link", m->request_id));
   }
   r->state.Progress(core::NowNanos());
   if (r->state.state() == DecodeState::kRegistered) Move(*r, DecodeState::kAwaitingKv);
@@ -105,8 +134,8 @@ Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<select::BlockKey>& 
     std::lock_guard<std::mutex> lock(r.mu);
     peer = r.peer;
   }
-  if (!peer) return Unavailable("request {} has no KV peer yet", r.call.request_id);
-  const std::uint64_t id = r.call.request_id;
+  if (!peer) return Unavailable("request {} has no KV peer yet", r.id());
+  const std::uint64_t id = r.id();
   endpoint_->SendControl(*peer, static_cast<std::uint32_t>(ControlType::kRequested),
                          EncodeControl(ControlMessage::Requested(id, keys)))
       .IgnoreError();
@@ -126,7 +155,7 @@ Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<select::BlockKey>& 
 Status DecodeNode::RecomputeMissing(DecodeRequest& r) {
   // Runs inside a decode step: a second Forward (its own scratch) computes the prompt into a
   // scratch sequence, and every block still absent is copied over.
-  const std::uint64_t id = r.call.request_id;
+  const std::uint64_t id = r.id();
   endpoint_->CancelRequest(id);
   // From here nothing from the link writes into this request's KV (a frame in flight may still
   // be landing: wait for it), so the copies below cannot race with the receiver.

@@ -18,14 +18,6 @@ RequestDeadlines DeadlinesOf(const NodeConfig& c) {
   return d;
 }
 
-Result<std::uint64_t> RequestIdOf(const std::string& body) {
-  SG_ASSIGN_OR_RETURN(json j, ParseJsonText(body));
-  if (!j.is_object() || !j.contains("request_id") || !j["request_id"].is_number_unsigned()) {
-    return InvalidArgument("expected {{\"request_id\": n}}");
-  }
-  return j["request_id"].get<std::uint64_t>();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<DecodeNode>> DecodeNode::Create(const NodeConfig& config,
@@ -44,6 +36,12 @@ DecodeNode::DecodeNode(NodeConfig config, NodeRuntime runtime)
                                           "Decode requests by outcome", {{"outcome", "error"}});
   fallbacks_ = &metrics_.GetCounter("smartgen_decode_fallbacks_total",
                                     "Requests whose prompt was recomputed here after a prefill failure");
+  kv_refused_ = &metrics_.GetCounter("smartgen_decode_kv_refused_total",
+                                     "KV data frames refused: from a link the request is not tied to");
+  store_.set_refused_counter(kv_refused_);
+  call_refused_ = &metrics_.GetCounter("smartgen_node_call_refused_total",
+                                       "Signed calls about a request refused: the caller is not the one "
+                                       "that registered it");
   bad_control_ = &metrics_.GetCounter("smartgen_decode_control_rejected_total",
                                       "Control messages from peers that were malformed, unexpected or "
                                       "not from the request's link");
@@ -78,28 +76,31 @@ Status DecodeNode::Start() {
   cb.on_control = [this](transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
     OnControl(peer, type, bytes);
   };
+  cb.on_control_arrived = [this](transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes) {
+    OnControlArrived(peer, type, bytes);
+  };
   cb.on_peer_down = [this](transfer::PeerId peer, const Status& why) { OnPeerDown(peer, why); };
   SG_ASSIGN_OR_RETURN(endpoint_, transfer::Endpoint::Create(rt_.endpoint_config, rt_.transport,
                                                             /*source=*/nullptr, &store_, cb));
   SG_ASSIGN_OR_RETURN(const std::string bound, endpoint_->Listen(config_.transfer_address));
   SG_ASSIGN_OR_RETURN(transfer_address_, AdvertisedAddress(config_.advertise, bound));  // to peers
 
-  http_.Post("/internal/decode", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
+  http_ = std::make_unique<httplib::Server>();
+  http_->Post("/internal/decode", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     HandleDecode(q, s);
   }));
-  http_.Post("/internal/cancel", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
+  http_->Post("/internal/cancel", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     HandleCancel(q, s);
   }));
-  http_.Post("/internal/fallback", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
+  http_->Post("/internal/fallback", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     HandleFallback(q, s);
   }));
-  http_.Get("/internal/info", Authenticated(&auth_, auth_refused_, [this](const httplib::Request&, httplib::Response& s) {
+  http_->Get("/internal/info", Authenticated(&auth_, auth_refused_, [this](const httplib::Request&, httplib::Response& s) {
     ReplyJson(s, ToJson(Info()));
   }));
-  SG_ASSIGN_OR_RETURN(http_port_, StartNodeHttp(http_, config_.http_host, config_.http_port,
+  SG_ASSIGN_OR_RETURN(http_port_, StartNodeHttp(*http_, config_.http_host, config_.http_port,
                                                  [this] { return MetricsText(); }, &http_thread_));
-  SG_LOG_INFO("decode", "{}: HTTP {}:{}, KV transfer {}, model {}", config_.name, config_.http_host,
-              http_port_, transfer_address_, rt_.model->config().ToString());
+  SG_LOG_INFO("decode", "{}: HTTP {}:{}, KV transfer {}, model {}", config_.name, config_.http_host, http_port_, transfer_address_, rt_.model->config().ToString());
   return Status::Ok();
 }
 
@@ -108,7 +109,7 @@ void DecodeNode::Stop() {
   // writer returns), then HTTP stops, then the endpoint, whose callbacks reach this node.
   if (engine_) engine_->Stop();
   if (http_thread_.joinable()) {
-    http_.stop();
+    http_->stop();
     http_thread_.join();
   }
   endpoint_.reset();
@@ -150,7 +151,7 @@ bool DecodeNode::Move(DecodeRequest& r, DecodeState to) {
   const DecodeState from = r.state.state();
   if (!r.state.Transition(to, core::NowNanos())) return false;
   transitions_[static_cast<int>(to)]->Increment();
-  SG_LOG_DEBUG("decode", "request {}: {} -> {}", r.call.request_id, DecodeStateName(from),
+  SG_LOG_DEBUG("decode", "request {}: {} -> {}", r.id(), DecodeStateName(from),
                DecodeStateName(to));
   return true;
 }
@@ -169,7 +170,7 @@ DecodeNode::RequestPtr DecodeNode::FindRequest(std::uint64_t id) const {
   return it == requests_.end() ? nullptr : it->second;
 }
 
-Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call) {
+Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call, std::string caller) {
   const std::int64_t n_prompt = static_cast<std::int64_t>(call.spec.prompt.size());
   if (call.spec.max_tokens < 1 || n_prompt < 1) return InvalidArgument("empty prompt or max_tokens < 1");
   if (n_prompt + call.spec.max_tokens > rt_.forward->max_context()) {
@@ -186,8 +187,9 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call) {
   if (call.mode == TransferMode::kSmartgen) {
     SG_ASSIGN_OR_RETURN(options, ParseSmartgenOptions(call.spec.options));
   }
-  auto r = std::make_shared<DecodeRequest>(std::move(call), DeadlinesOf(config_));
-  const std::uint64_t id = r->call.request_id;
+  if (!call.request_id.valid()) return InvalidArgument("decode call: no request id");
+  auto r = std::make_shared<DecodeRequest>(std::move(call), std::move(caller), DeadlinesOf(config_));
+  const std::uint64_t id = r->id();
   const std::int64_t capacity = n_prompt + r->call.spec.max_tokens;
   if (r->call.mode == TransferMode::kColocated) {
     r->local_kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
@@ -217,7 +219,7 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call) {
       std::lock_guard<std::mutex> lock(rr->mu);
       Move(*rr, DecodeState::kExact);
       if (rr->peer && !rr->link_finished) {
-        endpoint_->FinishRequest(*rr->peer, rr->call.request_id).IgnoreError();
+        endpoint_->FinishRequest(*rr->peer, rr->id()).IgnoreError();
         rr->link_finished = true;
       }
     });
@@ -225,15 +227,18 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (!requests_.emplace(id, r).second) {
+    // The same id again, or another whose link handle is the same (one in 2^64): refused, so a
+    // handle names one request here.
     if (r->entry) store_.Remove(id);
-    return InvalidArgument("request {} is already running here", id);
+    return InvalidArgument("request {} (KV link handle {}) is already running here",
+                           r->call.request_id.ToHex(), id);
   }
   return r;
 }
 
 void DecodeNode::Submit(const RequestPtr& r) {
   EngineJob job;
-  job.request_id = r->call.request_id;
+  job.request_id = r->id();
   job.kv = r->local_kv ? r->local_kv.get() : &r->entry->kv;
   job.attention = r->smartgen.get();
   job.owner = r;
@@ -260,39 +265,67 @@ void DecodeNode::HandleDecode(const httplib::Request& req, httplib::Response& re
   if (!body.ok()) return ReplyStatus(res, body.status());
   auto call = ParseDecodeCall(*body);
   if (!call.ok()) return ReplyStatus(res, call.status());
-  auto r = Register(std::move(*call));
+  auto r = Register(std::move(*call), CallerOf(req));
   if (!r.ok()) return ReplyStatus(res, r.status());
   RequestPtr request = *r;
   request->events->Push(ToJson(DecodeEvent::Accepted()).dump());
   Submit(request);
-  const std::uint64_t id = request->call.request_id;
+  const std::uint64_t id = request->id();
   StreamLines(res, request->events, [this, id, weak = std::weak_ptr<DecodeRequest>(request)] {
     if (auto rr = weak.lock()) rr->client_gone.store(true);
     engine_->Cancel(id);
   });
 }
 
+Result<DecodeNode::RequestPtr> DecodeNode::OwnedRequest(const httplib::Request& req,
+                                                         httplib::Response& res) {
+  auto body = ParseJsonText(req.body);
+  Result<RequestId> id = body.ok() ? ParseRequestRef(*body, req.path.c_str()) : Result<RequestId>(body.status());
+  if (!id.ok()) {
+    ReplyStatus(res, id.status());
+    return id.status();
+  }
+  RequestPtr r = FindRequest(id->link_handle());
+  if (r == nullptr || r->call.request_id != *id) {
+    // Ended already (a late cancel), or never here: a guessed id finds nothing.
+    SG_LOG_INFO("decode", "{}: {} for request {} from {} ({}): not running here", config_.name, req.path,
+                id->ToHex(), CallerOf(req), req.remote_addr);
+    const Status st = NotFound("request {} is not running here", id->ToHex());
+    ReplyStatus(res, st);
+    return st;
+  }
+  const std::string caller = CallerOf(req);
+  if (caller != r->owner) {
+    call_refused_->Increment();
+    SG_LOG_WARN("decode", "{}: refused {} for request {} from '{}' ({}): registered by '{}'", config_.name,
+                req.path, id->ToHex(), caller, req.remote_addr, r->owner);
+    const Status st = PermissionDenied("request {} was registered by another router", id->ToHex());
+    ReplyStatus(res, st);
+    res.status = 403;  // signed, but not the request's router
+    return st;
+  }
+  return r;
+}
+
 void DecodeNode::HandleCancel(const httplib::Request& req, httplib::Response& res) {
-  auto id = RequestIdOf(req.body);
-  if (!id.ok()) return ReplyStatus(res, id.status());
-  engine_->Cancel(*id);
-  endpoint_->CancelRequest(*id);
+  auto r = OwnedRequest(req, res);
+  if (!r.ok()) return;
+  engine_->Cancel((*r)->id());
+  endpoint_->CancelRequest((*r)->id());
   ReplyJson(res, json::object());
 }
 
 void DecodeNode::HandleFallback(const httplib::Request& req, httplib::Response& res) {
-  auto id = RequestIdOf(req.body);
-  if (!id.ok()) return ReplyStatus(res, id.status());
-  if (auto r = FindRequest(*id)) {
-    std::lock_guard<std::mutex> lock(r->mu);
-    WantFallback(*r, "the router reported a prefill failure");
-  }
+  auto r = OwnedRequest(req, res);
+  if (!r.ok()) return;
+  std::lock_guard<std::mutex> lock((*r)->mu);
+  WantFallback(**r, "the router reported a prefill failure");
   ReplyJson(res, json::object());
 }
 
 Readiness DecodeNode::CheckReady(DecodeRequest& r) {
   std::lock_guard<std::mutex> lock(r.mu);
-  const std::uint64_t id = r.call.request_id;
+  const std::uint64_t id = r.id();
   const core::Nanos now = core::NowNanos();
   if (r.entry) r.state.Progress(r.entry->last_block_at.load(std::memory_order_relaxed));
   if (!r.fallback_wanted && r.state.Expired(now)) {
@@ -350,7 +383,7 @@ void DecodeNode::RecordSmartgen(const json& sg) {
 
 void DecodeNode::Finish(const RequestPtr& r, const Status& status, const std::string& reason,
                         const json& engine_stats) {
-  const std::uint64_t id = r->call.request_id;
+  const std::uint64_t id = r->id();
   json stats = engine_stats;
   {
     std::lock_guard<std::mutex> lock(r->mu);

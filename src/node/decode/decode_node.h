@@ -8,17 +8,21 @@
 //                            can tell a silent node from a slow request
 //   POST /internal/cancel    {"request_id"}
 //   POST /internal/fallback  {"request_id", "reason"}: the router could not get a prefill
+//   (cancel and fallback only from the caller that registered the request: 403 otherwise,
+//   404 for an id not running here)
 //   GET  /internal/info, /health, /metrics
 //
 // A request is registered (KV reserved for prompt + output) before the router asks the prefill
 // node to start, so pushed blocks always find their sequence. The prefill node's messages on
-// the KV link move it along (PrefillStarted ties it to that link, PrefillDone carries token 1);
+// the KV link move it along (a PrefillStarted that proves the request's KV ticket ties it to
+// that link, PrefillDone carries token 1);
 // it starts when its mode's KV condition holds (full and layerwise: every prompt block;
 // smartgen: every layer's summaries and proactive blocks) and joins the continuous batch. If the
 // prefill side fails, goes silent past its state's deadline, or its link drops before the KV is
 // complete, the prompt is computed here instead, so the client still gets a correct answer.
 // Control messages that are malformed, unexpected, or from a link the request is not tied to
-// are dropped and counted (smartgen_decode_control_rejected_total).
+// are dropped and counted (smartgen_decode_control_rejected_total); so are KV data frames from
+// any other link, before they are written (smartgen_decode_kv_refused_total).
 //
 // Thread-safety: Start/Stop from one thread; everything else is internal. Stop ends the engine
 // (every stream gets its last line), then HTTP, then the KV endpoint, before any member goes.
@@ -78,9 +82,15 @@ class DecodeNode {
   void HandleCancel(const httplib::Request& req, httplib::Response& res);
   void HandleFallback(const httplib::Request& req, httplib::Response& res);
   // Validates and registers a request; its engine job and stream are started by HandleDecode.
-  Result<RequestPtr> Register(DecodeCall call);
+  Result<RequestPtr> Register(DecodeCall call, std::string caller);
+  // The request a cancel / fallback call names, when its caller registered it; else the reply
+  // is written (400, 404, or 403 logged and counted) and the status returned.
+  Result<RequestPtr> OwnedRequest(const httplib::Request& req, httplib::Response& res);
   void Submit(const RequestPtr& r);
   void OnControl(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes);
+  // On the receiver thread, before the peer's later data: a PrefillStarted proving its
+  // request's ticket ties the request's KV to that link (DecodeKvStore::Bind).
+  void OnControlArrived(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes);
   void OnPeerDown(transfer::PeerId peer, const Status& why);
   Readiness CheckReady(DecodeRequest& r);
   // Moves r to `to` (r.mu held): logged at debug and counted. False for an illegal edge.
@@ -103,7 +113,7 @@ class DecodeNode {
   std::unique_ptr<transfer::Endpoint> endpoint_;
   std::shared_ptr<DecodeEngine> engine_;  // shared: the KV store's block callback holds it weakly
   std::unique_ptr<model::Forward> recompute_forward_;  // for recomputing KV inside a decode step
-  httplib::Server http_;
+  std::unique_ptr<httplib::Server> http_;
   std::thread http_thread_;
   int http_port_ = 0;
   std::string transfer_address_;
@@ -118,6 +128,8 @@ class DecodeNode {
   core::Counter* requests_failed_;
   core::Counter* fallbacks_;
   core::Counter* bad_control_;
+  core::Counter* kv_refused_;
+  core::Counter* call_refused_;
   core::Counter* transitions_[kDecodeStateCount];
   core::Histogram* kv_wait_seconds_;
   core::Histogram* time_to_exact_seconds_;

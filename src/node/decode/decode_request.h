@@ -26,10 +26,14 @@
 namespace smartgen::node {
 
 struct DecodeRequest {
-  DecodeRequest(DecodeCall c, const RequestDeadlines& deadlines)
-      : call(std::move(c)), state(deadlines, core::NowNanos()) {}
+  DecodeRequest(DecodeCall c, std::string registered_by, const RequestDeadlines& deadlines)
+      : call(std::move(c)), owner(std::move(registered_by)), state(deadlines, core::NowNanos()) {}
+
+  // The request's name here and on the KV link: its id's link handle (request_id.h).
+  std::uint64_t id() const { return call.request_id.link_handle(); }
 
   const DecodeCall call;
+  const std::string owner;  // the caller that registered it (CallerOf): only it may cancel
   const core::Nanos start = core::NowNanos();
   std::shared_ptr<DecodeKvStore::Entry> entry;  // prompt KV filled over the link (disaggregated)
   std::unique_ptr<kv::SequenceKv> local_kv;     // KV computed here (colocated or fallback)
@@ -41,7 +45,9 @@ struct DecodeRequest {
   RequestState state;
   std::int32_t first_token = -1;        // from PrefillDone
   bool prefill_done = false;
-  std::optional<transfer::PeerId> peer;  // the KV link, from PrefillStarted on
+  // The KV link, from the PrefillStarted that proved the request's KV ticket on (the KV store
+  // is tied to the same link, DecodeKvStore::Bind).
+  std::optional<transfer::PeerId> peer;
   bool fallback_wanted = false;         // compute the prompt here at the next readiness check
   std::string fallback_reason;
   bool recomputed = false;     // the KV link failed mid-decode; the missing KV was computed here

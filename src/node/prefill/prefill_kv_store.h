@@ -41,6 +41,8 @@ class PrefillKvStore final : public transfer::BlockSource {
   // Drops the request now (cancelled before the engine ever held it).
   void Remove(std::uint64_t request_id);
   std::size_t size() const;
+  // Whether the request's KV is held here (added, not yet removed or released).
+  bool Contains(std::uint64_t request_id) const { return Find(request_id) != nullptr; }
 
   // transfer::BlockSource
   Status Read(const transfer::BlockKey& key, transfer::ConstBlockView* view) override;

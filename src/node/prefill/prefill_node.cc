@@ -47,6 +47,9 @@ PrefillNode::PrefillNode(NodeConfig config, NodeRuntime runtime)
   queue_depth_ = &metrics_.GetGauge("smartgen_prefill_queue_depth", "Prefills waiting to run");
   bad_control_ = &metrics_.GetCounter("smartgen_prefill_control_rejected_total",
                                       "Malformed or unexpected control messages from peers");
+  call_refused_ = &metrics_.GetCounter("smartgen_node_call_refused_total",
+                                       "Signed calls about a request refused: the caller is not the one "
+                                       "that registered it");
 }
 
 PrefillNode::~PrefillNode() { Stop(); }
@@ -82,32 +85,25 @@ Status PrefillNode::Start() {
   // Runs on the endpoint's threads: the sender outlives the endpoint (see Stop).
   store_.set_on_release([this](std::uint64_t id) {
     speculative_->Remove(id);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      owners_.erase(id);
+    }
     std::lock_guard<std::mutex> lock(active_mu_);
     active_.erase(id);
   });
   worker_ = std::thread([this] { Worker(); });
-  http_.Post("/internal/prefill", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
+  http_ = std::make_unique<httplib::Server>();
+  http_->Post("/internal/prefill", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     HandlePrefill(q, s);
   }));
-  http_.Post("/internal/cancel", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
-    auto j = ParseJsonText(q.body);
-    if (!j.ok() || !j->contains("request_id") || !(*j)["request_id"].is_number_unsigned()) {
-      return ReplyStatus(s, InvalidArgument("expected {{\"request_id\": n}}"));
-    }
-    const std::uint64_t id = (*j)["request_id"].get<std::uint64_t>();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (auto& job : queue_) {
-        if (job->call.request_id == id) job->cancelled.store(true);
-      }
-    }
-    endpoint_->CancelRequest(id);
-    ReplyJson(s, json::object());
+  http_->Post("/internal/cancel", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
+    HandleCancel(q, s);
   }));
-  http_.Get("/internal/info", Authenticated(&auth_, auth_refused_, [this](const httplib::Request&, httplib::Response& s) {
+  http_->Get("/internal/info", Authenticated(&auth_, auth_refused_, [this](const httplib::Request&, httplib::Response& s) {
     ReplyJson(s, ToJson(Info()));
   }));
-  SG_ASSIGN_OR_RETURN(http_port_, StartNodeHttp(http_, config_.http_host, config_.http_port,
+  SG_ASSIGN_OR_RETURN(http_port_, StartNodeHttp(*http_, config_.http_host, config_.http_port,
                                                  [this] { return MetricsText(); }, &http_thread_));
   SG_LOG_INFO("prefill", "{}: HTTP {}:{}, link {} Gbit/s, model {}", config_.name, config_.http_host,
               http_port_, config_.link_gbps, rt_.model->config().ToString());
@@ -116,7 +112,7 @@ Status PrefillNode::Start() {
 
 void PrefillNode::Stop() {
   if (http_thread_.joinable()) {
-    http_.stop();
+    http_->stop();
     http_thread_.join();
   }
   {
@@ -250,11 +246,19 @@ void PrefillNode::HandlePrefill(const httplib::Request& req, httplib::Response& 
                         "Prefill calls refused: the decode address is not an allowed decode node")
         .Increment();
     SG_LOG_WARN("prefill", "{}: refused the prefill of request {} from {}: decode address {} is not in "
-                "--allow-decode", config_.name, call->request_id, req.remote_addr, call->decode_address);
+                "--allow-decode", config_.name, call->request_id.ToHex(), req.remote_addr, call->decode_address);
     ReplyStatus(res, PermissionDenied("decode address {} is not an allowed decode node",
                                       call->decode_address));
     res.status = 403;  // authenticated, but not allowed (401 is for a missing or bad signature)
     return;
+  }
+  const std::uint64_t handle = call->request_id.link_handle();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!owners_.emplace(handle, Owner{call->request_id, CallerOf(req)}).second) {
+      return ReplyStatus(res, InvalidArgument("request {} (KV link handle {}) is already known here",
+                                              call->request_id.ToHex(), handle));
+    }
   }
   auto job = std::make_shared<Job>();
   job->call = std::move(*call);
@@ -268,10 +272,40 @@ void PrefillNode::HandlePrefill(const httplib::Request& req, httplib::Response& 
   std::unique_lock<std::mutex> lock(job->mu);
   if (!job->cv.wait_for(lock, std::chrono::nanoseconds(deadline.Remaining()), [&] { return job->done; })) {
     job->cancelled.store(true);
-    return ReplyStatus(res, DeadlineExceeded("prefill of request {} timed out", job->call.request_id));
+    return ReplyStatus(res, DeadlineExceeded("prefill of request {} timed out", job->call.request_id.ToHex()));
   }
   if (!job->result.ok()) return ReplyStatus(res, job->result.status());
   ReplyJson(res, ToJson(*job->result));
+}
+
+void PrefillNode::HandleCancel(const httplib::Request& req, httplib::Response& res) {
+  auto body = ParseJsonText(req.body);
+  Result<RequestId> id = body.ok() ? ParseRequestRef(*body, "cancel") : Result<RequestId>(body.status());
+  if (!id.ok()) return ReplyStatus(res, id.status());
+  const std::uint64_t handle = id->link_handle();
+  const std::string caller = CallerOf(req);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = owners_.find(handle);
+    if (it == owners_.end() || it->second.id != *id) {
+      SG_LOG_INFO("prefill", "{}: cancel of request {} from {} ({}): not known here", config_.name,
+                  id->ToHex(), caller, req.remote_addr);
+      return ReplyStatus(res, NotFound("request {} is not known here", id->ToHex()));
+    }
+    if (it->second.caller != caller) {
+      call_refused_->Increment();
+      SG_LOG_WARN("prefill", "{}: refused the cancel of request {} from '{}' ({}): registered by '{}'",
+                  config_.name, id->ToHex(), caller, req.remote_addr, it->second.caller);
+      ReplyStatus(res, PermissionDenied("request {} was registered by another router", id->ToHex()));
+      res.status = 403;  // signed, but not the request's router
+      return;
+    }
+    for (auto& job : queue_) {
+      if (job->call.request_id == *id) job->cancelled.store(true);
+    }
+  }
+  endpoint_->CancelRequest(handle);
+  ReplyJson(res, json::object());
 }
 
 void PrefillNode::Worker() {
@@ -289,6 +323,12 @@ void PrefillNode::Worker() {
     if (!job->cancelled.load()) {
       result = RunPrefill(job->call);
       if (result.ok()) result->queue_ms = core::ToMillis(core::NowNanos() - job->enqueued) - result->prefill_ms;
+    }
+    {
+      // Its KV is gone or was never made: the id is free again (else the lease's release frees it).
+      const std::uint64_t handle = job->call.request_id.link_handle();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!store_.Contains(handle)) owners_.erase(handle);
     }
     {
       std::lock_guard<std::mutex> lock(job->mu);
@@ -332,7 +372,7 @@ Status PrefillNode::PushLayers(transfer::PeerId peer, std::uint64_t request_id, 
 
 Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   const core::Deadline deadline = core::Deadline::After(call.timeout_ms * core::kNanosPerMilli);
-  const std::uint64_t id = call.request_id;
+  const std::uint64_t id = call.request_id.link_handle();
   if (call.mode == TransferMode::kColocated || call.mode == TransferMode::kAuto) {
     return InvalidArgument("mode '{}' is not a prefill node mode (the router resolves auto)",
                            TransferModeName(call.mode));
@@ -379,7 +419,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   // The lease keeps the KV until the decode node is done with it (or the lease expires).
   if (Status st = endpoint_->HoldLease(id); !st.ok()) return fail(st);
   // The decode node ties the request to this link from here on: if the link dies, it knows.
-  if (Status st = SendControl(peer, ControlMessage::PrefillStarted(id)); !st.ok()) return fail(st);
+  if (Status st = SendControl(peer, ControlMessage::PrefillStarted(call.request_id, call.kv_ticket)); !st.ok()) return fail(st);
 
   const std::int64_t n_prompt = static_cast<std::int64_t>(call.spec.prompt.size());
   const kv::KvGeometry& geometry = rt_.blocks->geometry();

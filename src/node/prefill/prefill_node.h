@@ -3,7 +3,8 @@
 //
 //   POST /internal/prefill  PrefillCall -> PrefillReply (after prefill; the KV may still be in
 //                                          flight: the decode node waits for it)
-//   POST /internal/cancel   {"request_id"}
+//   POST /internal/cancel   {"request_id"}: only from the caller of its /internal/prefill
+//                           (403 otherwise, logged; 404 for an id not known here)
 //   GET  /internal/info, /health, /metrics
 //
 // Prefills run one at a time in arrival order on the node's compute threads. Per mode:
@@ -70,6 +71,7 @@ class PrefillNode {
   explicit PrefillNode(NodeConfig config, NodeRuntime runtime);
 
   void HandlePrefill(const httplib::Request& req, httplib::Response& res);
+  void HandleCancel(const httplib::Request& req, httplib::Response& res);
   void Worker();
   // The connected peer at `address`, connecting (or reconnecting) if needed.
   Result<transfer::PeerId> PeerFor(const std::string& address, core::Deadline deadline);
@@ -101,7 +103,7 @@ class PrefillNode {
   NodeRuntime rt_;
   PrefillKvStore store_;
   std::unique_ptr<transfer::Endpoint> endpoint_;
-  httplib::Server http_;
+  std::unique_ptr<httplib::Server> http_;
   std::thread http_thread_;
   int http_port_ = 0;
 
@@ -117,6 +119,13 @@ class PrefillNode {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
+  // Who asked for each request (by link handle), from its /internal/prefill until its KV is
+  // released: only that caller may cancel it.
+  struct Owner {
+    RequestId id;
+    std::string caller;
+  };
+  std::map<std::uint64_t, Owner> owners_;
   bool stop_ = false;
   std::thread worker_;
 
@@ -130,6 +139,7 @@ class PrefillNode {
   core::Histogram* prefill_seconds_;
   core::Gauge* queue_depth_;
   core::Counter* bad_control_;
+  core::Counter* call_refused_;
 };
 
 }  // namespace smartgen::node

@@ -5,13 +5,14 @@
 namespace smartgen::node {
 
 Result<std::unique_ptr<NodePool>> NodePool::Create(std::string role, const std::vector<std::string>& addresses,
-                                                   std::uint64_t fingerprint, const std::string& token,
+                                                   std::uint64_t fingerprint, const NodeAddress& credentials,
                                                    HealthOptions options, core::MetricsRegistry* metrics) {
   std::unique_ptr<NodePool> pool(new NodePool(std::move(role), fingerprint, options, metrics));
   for (const std::string& a : addresses) {
     auto node = std::make_unique<Node>();
     SG_ASSIGN_OR_RETURN(node->address, ParseNodeAddress(a));
-    node->address.token = token;
+    node->address.token = credentials.token;
+    node->address.caller = credentials.caller;
     pool->nodes_.push_back(std::move(node));
   }
   // A first round at once (in parallel), so the nodes that are up serve the first request. The

@@ -32,10 +32,14 @@ bool IsRequestError(StatusCode c) {
 Result<std::unique_ptr<Router>> Router::Create(const RouterConfig& config) {
   if (config.decode_nodes.empty()) return InvalidArgument("the router needs at least one decode node");
   std::unique_ptr<Router> r(new Router(config));
+  if (r->config_.name.empty()) r->config_.name = "router-" + RequestId::Random().ToHex().substr(0, 8);
   SG_ASSIGN_OR_RETURN(r->model_, model::Model::Load(config.model_path));
   const std::uint64_t fp = r->model_->fingerprint();
-  SG_ASSIGN_OR_RETURN(r->prefill_, NodePool::Create("prefill", config.prefill_nodes, fp, config.token, config.health, &r->metrics_));
-  SG_ASSIGN_OR_RETURN(r->decode_, NodePool::Create("decode", config.decode_nodes, fp, config.token, config.health, &r->metrics_));
+  NodeAddress credentials;
+  credentials.token = config.token;
+  credentials.caller = r->config_.name;
+  SG_ASSIGN_OR_RETURN(r->prefill_, NodePool::Create("prefill", config.prefill_nodes, fp, credentials, config.health, &r->metrics_));
+  SG_ASSIGN_OR_RETURN(r->decode_, NodePool::Create("decode", config.decode_nodes, fp, credentials, config.health, &r->metrics_));
   const core::Deadline wait = core::Deadline::After(config.startup_wait);
   while (!wait.Expired() &&
          (r->decode_->up_count() == 0 || (!r->prefill_->empty() && r->prefill_->up_count() == 0))) {
@@ -55,13 +59,9 @@ std::int64_t Router::context_length() const {
   return c;
 }
 
-std::uint64_t Router::NewRequestId() {
-  // Random, not sequential: an id seen in one response says nothing about another request's.
-  thread_local std::mt19937_64 rng{(static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
-                                   std::random_device{}()};
-  std::uint64_t id = 0;
-  while (id == 0) id = rng();
-  return id;
+RequestId Router::NewRequestId() {
+  // 128 random bits: an id seen in one response says nothing about another request's.
+  return RequestId::Random();
 }
 
 TransferMode Router::ResolveAuto(const Node& prefill, std::int64_t n_prompt, json* why) const {
@@ -108,7 +108,7 @@ void Router::AppendMetrics(std::string* out) const {
   core::AppendMetricSample(out, "smartgen_router_nodes_up", {{"pool", "decode"}}, decode_->up_count());
 }
 
-Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Node* d, Node* p,
+Router::Attempt Router::RunAttempt(const RouteRequest& rq, const RequestId& id, Node* d, Node* p,
                                    TransferMode mode, OrderedDelivery& delivery) {
   Attempt attempt;
   d->in_flight++;
@@ -124,6 +124,8 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
 
   DecodeCall call;
   call.request_id = id;
+  // The secret that lets the prefill node p, and no other link, send this request's KV.
+  if (p) call.kv_ticket = KvTicket::Random();
   call.spec = rq.spec;
   call.mode = mode;
   call.timeout_ms = std::max<std::int64_t>(1, core::ToMillis(Remaining(rq.deadline)));
@@ -173,7 +175,7 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
     cv.notify_all();
   });
   auto cancel_at = [&](Node* node) {
-    if (node) PostJson(node->address, "/internal/cancel", {{"request_id", id}}, core::Seconds(2)).status().IgnoreError();
+    if (node) PostJson(node->address, "/internal/cancel", RequestRef(id), core::Seconds(2)).status().IgnoreError();
   };
   {
     std::unique_lock<std::mutex> lock(mu);
@@ -205,6 +207,7 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
       } over{mu, cv, prefill_over};
       PrefillCall pc;
       pc.request_id = id;
+      pc.kv_ticket = call.kv_ticket;
       pc.spec = rq.spec;
       pc.mode = mode;
       pc.decode_address = d->info.transfer_address;
@@ -230,9 +233,9 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, std::uint64_t id, Nod
       }
       // The prefill node failed: the decode node computes the prompt itself.
       if (c == StatusCode::kUnavailable) prefill_->MarkDown(p, prefill_status);
-      SG_LOG_WARN("router", "request {}: prefill on {} failed ({}); decode node falls back", id,
+      SG_LOG_WARN("router", "request {}: prefill on {} failed ({}); decode node falls back", id.ToHex(),
                   p->address.ToString(), prefill_status.ToString());
-      PostJson(d->address, "/internal/fallback", {{"request_id", id}}, core::Seconds(2)).status().IgnoreError();
+      PostJson(d->address, "/internal/fallback", RequestRef(id), core::Seconds(2)).status().IgnoreError();
     });
   }
   decode_thread.join();
@@ -331,7 +334,7 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq, const TokenSink& on
   std::set<Node*> tried;
   Result<RouteResult> outcome = Unavailable("no decode node is up");
   json failovers = json::array();
-  std::uint64_t id = 0;
+  RequestId id;
   for (int a = 0; a < std::max(1, config_.max_attempts); ++a) {
     Node* d = decode_->Pick(tried);
     if (d == nullptr) break;
@@ -341,7 +344,7 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq, const TokenSink& on
     outcome = std::move(attempt.result);
     if (attempt.kind == Attempt::Kind::kFinished || rq.deadline.Expired()) break;
     failovers.push_back({{"decode_node", d->address.ToString()}, {"error", outcome.status().ToString()}});
-    SG_LOG_WARN("router", "request {}: decode node {} failed ({}); trying another", id,
+    SG_LOG_WARN("router", "request {}: decode node {} failed ({}); trying another", id.ToHex(),
                 d->address.ToString(), outcome.status().ToString());
     if (attempt.kind == Attempt::Kind::kBrokeMidStream) {
       // The KV went to the node that failed: the next one computes the prompt itself.
@@ -362,7 +365,7 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq, const TokenSink& on
     stats["prefill_error"] = "no prefill node is up";
   }
   if (!failovers.empty()) stats["failovers"] = failovers;
-  stats["request_id"] = id;
+  stats["request_id"] = id.ToHex();
   if (delivery.time_of(0)) stats["router_ttft_ms"] = core::ToMillis(delivery.time_of(0));
   if (delivery.time_of(1)) {
     stats["router_ttst_ms"] = core::ToMillis(delivery.time_of(1) - delivery.time_of(0));

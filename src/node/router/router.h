@@ -51,6 +51,9 @@ struct RouterConfig {
   std::vector<std::string> decode_nodes;
   TransferMode default_mode = TransferMode::kLayerwise;
   std::string token = kBuiltInToken;       // the nodes' token: signs every control-plane call
+  // Who this router is to the nodes (the signed caller name): they bind each request to it.
+  // "" = "router-" and 8 random hex digits.
+  std::string name;
   HealthOptions health;
   // Create waits at most this long for a decode node (and a prefill node, if any are listed)
   // to be up, then serves with whatever is up.
@@ -111,9 +114,9 @@ class Router {
   // auto mode: layerwise when the link hides the whole transfer behind the prefill, else
   // smartgen. Uses the prefill node's link rate and its measured prefill speed.
   TransferMode ResolveAuto(const Node& prefill, std::int64_t n_prompt, nlohmann::json* why) const;
-  Attempt RunAttempt(const RouteRequest& rq, std::uint64_t id, Node* d, Node* p, TransferMode mode,
+  Attempt RunAttempt(const RouteRequest& rq, const RequestId& id, Node* d, Node* p, TransferMode mode,
                      OrderedDelivery& delivery);
-  std::uint64_t NewRequestId();
+  static RequestId NewRequestId();
 
   RouterConfig config_;
   std::unique_ptr<model::Model> model_;
