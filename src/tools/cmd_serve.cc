@@ -57,6 +57,16 @@ std::string ReadTokenFile(const std::string& path) {
   return line.substr(first, last - first + 1);
 }
 
+// --control-tls-{cert,key,ca}: TLS on the control plane (/internal/*), on nodes and router alike.
+void AddControlTlsFlags(CLI::App& cmd, node::ControlTls& t, const char* whose) {
+  cmd.add_option("--control-tls-cert", t.cert_file,
+                 std::string("PEM certificate of ") + whose + " for the control plane (/internal/* over "
+                 "mutual TLS; with --control-tls-key and --control-tls-ca)");
+  cmd.add_option("--control-tls-key", t.key_file, "PEM private key of --control-tls-cert");
+  cmd.add_option("--control-tls-ca", t.ca_file,
+                 "PEM CA that signed every control-plane peer's certificate (verified)");
+}
+
 void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) {
   c.name = default_name;
   cmd.add_option("--model,-m", c.model_path, "GGUF model file")->required();
@@ -69,6 +79,7 @@ void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) 
   cmd.add_option_function<std::string>(
       "--token-file", [&c](const std::string& path) { c.token = ReadTokenFile(path); },
       "read the shared secret from a file (first line)");
+  AddControlTlsFlags(cmd, c.control_tls, "this node (server side; clients must present one too)");
   cmd.add_option("--link-gbps", c.link_gbps, "emulated link rate for KV sent (0 = unshaped)")
       ->capture_default_str();
   cmd.add_option("--link-latency-ms", c.link_latency_ms, "emulated one-way link latency")
@@ -92,12 +103,12 @@ std::string Describe(const node::NodeConfig& c) {
   return fmt::format(
       "name={} model={} http={}:{} transfer={} advertise={} transport={} link_gbps={} link_latency_ms={} "
       "threads={} kv_dtype={} block_tokens={} kv_capacity_tokens={} ctx={} max_batch={} "
-      "profiles=[{}] allow_decode=[{}]",
+      "profiles=[{}] allow_decode=[{}] control_tls={}",
       c.name, c.model_path, c.http_host, c.http_port, c.transfer_address,
       c.advertise.empty() ? "(bound)" : c.advertise, c.transport,
       c.link_gbps, c.link_latency_ms, c.threads, c.kv_dtype, c.block_tokens,
       c.kv_capacity_tokens, c.max_context, c.max_batch, fmt::join(c.profile_paths, ","),
-      fmt::join(c.allowed_decode, ","));
+      fmt::join(c.allowed_decode, ","), c.control_tls.ToString());
 }
 
 template <typename NodeT>
@@ -171,10 +182,10 @@ Status ServeHttp(server::CompletionBackend* backend, const server::HttpServerOpt
 Status ServeRouter(RouterOptions o) {
   BlockSignals();
   SG_ASSIGN_OR_RETURN(o.router.default_mode, node::ParseTransferMode(o.default_mode));
-  SG_LOG_INFO("serve", "router: name={} model={} prefill=[{}] decode=[{}] default_mode={}",
+  SG_LOG_INFO("serve", "router: name={} model={} prefill=[{}] decode=[{}] default_mode={} control_tls={}",
               o.router.name.empty() ? "(random)" : o.router.name, o.router.model_path,
               fmt::join(o.router.prefill_nodes, ","), fmt::join(o.router.decode_nodes, ","),
-              o.default_mode);
+              o.default_mode, o.router.control_tls.ToString());
   SG_ASSIGN_OR_RETURN(std::unique_ptr<node::Router> router, node::Router::Create(o.router));
   server::RouterBackend backend(std::move(router));
   return ServeHttp(&backend, o.http);
@@ -256,6 +267,7 @@ void RegisterServe(CLI::App& app) {
       "read the nodes' shared secret from a file (first line)");
   r->add_option("--name", router->router.name,
                 "this router's name to the nodes, which bind each request to it (default: random)");
+  AddControlTlsFlags(*r, router->router.control_tls, "this router (client side)");
   r->add_option("--default-mode", router->default_mode,
                 "transfer mode when a request names none")->capture_default_str();
   r->add_option_function<double>(

@@ -172,7 +172,8 @@ Result<NodeAddress> ParseNodeAddress(const std::string& text) {
 
 Result<nlohmann::json> PostJson(const NodeAddress& node, const std::string& path,
                                 const nlohmann::json& body, core::Nanos timeout) {
-  httplib::Client cli(node.host, node.port);
+  std::unique_ptr<httplib::Client> client = MakeControlClient(node.host, node.port, node.tls.get());
+  httplib::Client& cli = *client;
   SetTimeouts(cli, timeout);
   const std::string text = body.dump();
   auto r = cli.Post(path, AuthHeaders(node, "POST", path, text), text, "application/json");
@@ -182,7 +183,8 @@ Result<nlohmann::json> PostJson(const NodeAddress& node, const std::string& path
 
 Result<nlohmann::json> GetJson(const NodeAddress& node, const std::string& path,
                                core::Nanos timeout) {
-  httplib::Client cli(node.host, node.port);
+  std::unique_ptr<httplib::Client> client = MakeControlClient(node.host, node.port, node.tls.get());
+  httplib::Client& cli = *client;
   SetTimeouts(cli, timeout);
   auto r = cli.Get(path, AuthHeaders(node, "GET", path, ""));
   SG_RETURN_IF_ERROR(ReplyToStatus(r).WithContext(fmt::format("{} {}", node.ToString(), path)));
@@ -190,7 +192,8 @@ Result<nlohmann::json> GetJson(const NodeAddress& node, const std::string& path,
 }
 
 Status GetOk(const NodeAddress& node, const std::string& path, core::Nanos timeout) {
-  httplib::Client cli(node.host, node.port);
+  std::unique_ptr<httplib::Client> client = MakeControlClient(node.host, node.port, node.tls.get());
+  httplib::Client& cli = *client;
   SetTimeouts(cli, timeout);
   auto r = cli.Get(path, AuthHeaders(node, "GET", path, ""));
   return ReplyToStatus(r).WithContext(fmt::format("{} {}", node.ToString(), path));
@@ -221,7 +224,8 @@ void AbortableCall::Detach() {
 
 Result<nlohmann::json> AbortableCall::PostJson(const NodeAddress& node, const std::string& path,
                                                const nlohmann::json& body, core::Nanos timeout) {
-  httplib::Client cli(node.host, node.port);
+  std::unique_ptr<httplib::Client> client = MakeControlClient(node.host, node.port, node.tls.get());
+  httplib::Client& cli = *client;
   SetTimeouts(cli, timeout);
   if (!Attach(&cli)) return Cancelled("{} {}: aborted", node.ToString(), path);
   const std::string text = body.dump();
@@ -235,7 +239,8 @@ Result<nlohmann::json> AbortableCall::PostJson(const NodeAddress& node, const st
 Status PostStream(const NodeAddress& node, const std::string& path, const nlohmann::json& body,
                   core::Nanos timeout, const std::function<bool(const nlohmann::json&)>& on_line,
                   AbortableCall* abort) {
-  httplib::Client cli(node.host, node.port);
+  std::unique_ptr<httplib::Client> client = MakeControlClient(node.host, node.port, node.tls.get());
+  httplib::Client& cli = *client;
   SetTimeouts(cli, timeout);
   if (abort != nullptr && !abort->Attach(&cli)) return Cancelled("{}{}: aborted", node.ToString(), path);
   struct Detacher {

@@ -17,6 +17,7 @@
 #include "core/metrics.h"
 #include "core/result.h"
 #include "node/common/control_auth.h"
+#include "node/common/control_tls.h"
 
 namespace smartgen::node {
 
@@ -63,13 +64,14 @@ void StreamLines(httplib::Response& res, std::shared_ptr<LineQueue> queue,
                  std::function<void()> on_disconnect);
 
 // An HTTP endpoint of a node: "host:port", the token its control plane wants (calls to it are
-// signed with it, control_auth.h; empty = unsigned), and the name the caller signs as.
-// ToString never shows the token.
+// signed with it, control_auth.h; empty = unsigned), the name the caller signs as, and the
+// control-plane TLS to use (null or off: plain HTTP). ToString never shows the token.
 struct NodeAddress {
   std::string host;
   int port = 0;
   std::string token;
   std::string caller;
+  std::shared_ptr<const ControlTls> tls;
   std::string ToString() const;
 };
 Result<NodeAddress> ParseNodeAddress(const std::string& text);  // "http://h:p" or "h:p"

@@ -12,6 +12,7 @@
 #include "kv/block_pool.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "node/common/control_tls.h"
 #include "select/profile.h"
 #include "transfer/endpoint.h"
 
@@ -39,6 +40,7 @@ struct NodeConfig {
   std::vector<std::string> allowed_decode;
   std::string transport = "tcp";             // tcp | ucx | loopback
   std::string token = kBuiltInToken;         // node-to-node shared secret (control plane, KV link)
+  ControlTls control_tls;                    // HTTPS + client certificates on /internal/* (off: HTTP)
   double link_gbps = 0;                      // emulated link rate for KV sent (0 = unshaped)
   double link_latency_ms = 0;                // emulated one-way latency
   int threads = 2;

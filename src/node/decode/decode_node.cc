@@ -85,7 +85,7 @@ Status DecodeNode::Start() {
   SG_ASSIGN_OR_RETURN(const std::string bound, endpoint_->Listen(config_.transfer_address));
   SG_ASSIGN_OR_RETURN(transfer_address_, AdvertisedAddress(config_.advertise, bound));  // to peers
 
-  http_ = std::make_unique<httplib::Server>();
+  SG_ASSIGN_OR_RETURN(http_, MakeControlServer(config_.control_tls));
   http_->Post("/internal/decode", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     HandleDecode(q, s);
   }));
@@ -100,7 +100,8 @@ Status DecodeNode::Start() {
   }));
   SG_ASSIGN_OR_RETURN(http_port_, StartNodeHttp(*http_, config_.http_host, config_.http_port,
                                                  [this] { return MetricsText(); }, &http_thread_));
-  SG_LOG_INFO("decode", "{}: HTTP {}:{}, KV transfer {}, model {}", config_.name, config_.http_host, http_port_, transfer_address_, rt_.model->config().ToString());
+  SG_LOG_INFO("decode", "{}: HTTP{} {}:{}, KV transfer {}, model {}", config_.name,
+              config_.control_tls.enabled() ? "S (mutual TLS)" : "", config_.http_host, http_port_, transfer_address_, rt_.model->config().ToString());
   return Status::Ok();
 }
 

@@ -113,7 +113,7 @@ class DecodeNode {
   std::unique_ptr<transfer::Endpoint> endpoint_;
   std::shared_ptr<DecodeEngine> engine_;  // shared: the KV store's block callback holds it weakly
   std::unique_ptr<model::Forward> recompute_forward_;  // for recomputing KV inside a decode step
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<httplib::Server> http_;  // HTTPS with config_.control_tls
   std::thread http_thread_;
   int http_port_ = 0;
   std::string transfer_address_;

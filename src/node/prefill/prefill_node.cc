@@ -93,7 +93,7 @@ Status PrefillNode::Start() {
     active_.erase(id);
   });
   worker_ = std::thread([this] { Worker(); });
-  http_ = std::make_unique<httplib::Server>();
+  SG_ASSIGN_OR_RETURN(http_, MakeControlServer(config_.control_tls));
   http_->Post("/internal/prefill", Authenticated(&auth_, auth_refused_, [this](const httplib::Request& q, httplib::Response& s) {
     HandlePrefill(q, s);
   }));
@@ -105,7 +105,8 @@ Status PrefillNode::Start() {
   }));
   SG_ASSIGN_OR_RETURN(http_port_, StartNodeHttp(*http_, config_.http_host, config_.http_port,
                                                  [this] { return MetricsText(); }, &http_thread_));
-  SG_LOG_INFO("prefill", "{}: HTTP {}:{}, link {} Gbit/s, model {}", config_.name, config_.http_host,
+  SG_LOG_INFO("prefill", "{}: HTTP{} {}:{}, link {} Gbit/s, model {}", config_.name,
+              config_.control_tls.enabled() ? "S (mutual TLS)" : "", config_.http_host,
               http_port_, config_.link_gbps, rt_.model->config().ToString());
   return Status::Ok();
 }

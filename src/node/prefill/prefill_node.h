@@ -103,7 +103,7 @@ class PrefillNode {
   NodeRuntime rt_;
   PrefillKvStore store_;
   std::unique_ptr<transfer::Endpoint> endpoint_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<httplib::Server> http_;  // HTTPS with config_.control_tls
   std::thread http_thread_;
   int http_port_ = 0;
 

@@ -13,6 +13,7 @@ Result<std::unique_ptr<NodePool>> NodePool::Create(std::string role, const std::
     SG_ASSIGN_OR_RETURN(node->address, ParseNodeAddress(a));
     node->address.token = credentials.token;
     node->address.caller = credentials.caller;
+    node->address.tls = credentials.tls;
     pool->nodes_.push_back(std::move(node));
   }
   // A first round at once (in parallel), so the nodes that are up serve the first request. The

@@ -49,8 +49,8 @@ class NodePool {
   };
 
   // `role`: "prefill" | "decode"; `fingerprint`: the router's model (nodes must match).
-  // `credentials`' token and caller name are used for every call to the nodes
-  // (control_auth.h); its host and port are not.
+  // `credentials`' token, caller name and TLS are used for every call to the nodes
+  // (control_auth.h, control_tls.h); its host and port are not.
   static Result<std::unique_ptr<NodePool>> Create(std::string role, const std::vector<std::string>& addresses,
                                                   std::uint64_t fingerprint, const NodeAddress& credentials,
                                                   HealthOptions options, core::MetricsRegistry* metrics);

@@ -31,6 +31,7 @@ bool IsRequestError(StatusCode c) {
 
 Result<std::unique_ptr<Router>> Router::Create(const RouterConfig& config) {
   if (config.decode_nodes.empty()) return InvalidArgument("the router needs at least one decode node");
+  SG_RETURN_IF_ERROR(config.control_tls.Validate());
   std::unique_ptr<Router> r(new Router(config));
   if (r->config_.name.empty()) r->config_.name = "router-" + RequestId::Random().ToHex().substr(0, 8);
   SG_ASSIGN_OR_RETURN(r->model_, model::Model::Load(config.model_path));
@@ -38,6 +39,7 @@ Result<std::unique_ptr<Router>> Router::Create(const RouterConfig& config) {
   NodeAddress credentials;
   credentials.token = config.token;
   credentials.caller = r->config_.name;
+  if (config.control_tls.enabled()) credentials.tls = std::make_shared<const ControlTls>(config.control_tls);
   SG_ASSIGN_OR_RETURN(r->prefill_, NodePool::Create("prefill", config.prefill_nodes, fp, credentials, config.health, &r->metrics_));
   SG_ASSIGN_OR_RETURN(r->decode_, NodePool::Create("decode", config.decode_nodes, fp, credentials, config.health, &r->metrics_));
   const core::Deadline wait = core::Deadline::After(config.startup_wait);

@@ -51,9 +51,10 @@ struct RouterConfig {
   std::vector<std::string> decode_nodes;
   TransferMode default_mode = TransferMode::kLayerwise;
   std::string token = kBuiltInToken;       // the nodes' token: signs every control-plane call
-  // Who this router is to the nodes (the signed caller name): they bind each request to it.
-  // "" = "router-" and 8 random hex digits.
+  // Who this router is to the nodes (the signed caller name; with control TLS its certificate's
+  // name too): they bind each request to it. "" = "router-" and 8 random hex digits.
   std::string name;
+  ControlTls control_tls;                  // TLS to the nodes' control plane (off: HTTP)
   HealthOptions health;
   // Create waits at most this long for a decode node (and a prefill node, if any are listed)
   // to be up, then serves with whatever is up.
