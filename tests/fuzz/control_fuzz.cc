@@ -38,12 +38,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   auto j = n::ParseJsonText(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!j.ok()) return 0;
-  switch ((which / 2) % 6) {
+  switch ((which / 2) % 7) {
     case 0: (void)n::ParseNodeInfo(*j); break;
     case 1: (void)n::ParsePrefillCall(*j); break;
     case 2: (void)n::ParsePrefillReply(*j); break;
     case 3: (void)n::ParseDecodeCall(*j); break;
     case 4: (void)n::ParseDecodeEvent(*j); break;
+    case 5: (void)n::ParseRequestRef(*j, "request ref"); break;
     default: (void)n::ParseSamplingParams(*j); break;
   }
   return 0;

@@ -98,19 +98,21 @@ write("control", "prefill_done", control(1, struct.pack("<iq", 5, 100)))
 write("control", "prefill_failed", control(2, struct.pack("<II", 14, 4) + b"oops"))
 write("control", "manifest", control(4, struct.pack("<II", 1, 2) + struct.pack("<4I", 0, 1, 0, 2)))
 write("control", "requested", control(5, struct.pack("<I", 1) + struct.pack("<3I", 1, 0, 3)))
-write("control", "started", control(6, b""))
+write("control", "started", control(6, struct.pack("<QQQ", 7, 1, 2)))  # id_hi, the KV ticket
 sampling = '{"temperature": 0.7, "top_k": 40, "top_p": 0.9, "seed": 1}'
 write("control", "node_info", b"\x01" + b'{"role": "decode", "model": "m", "transfer_address": '
       b'"tcp://127.0.0.1:9000", "n_layers": 2, "context_length": 4096}')
-write("control", "prefill_call", b"\x03" + ('{"request_id": 1, "generation": {"prompt": [1, 2, 3], '
+write("control", "prefill_call", b"\x03" + ('{"request_id": "' + "0" * 31 + '1", "kv_ticket": "'
+      + "ab" * 16 + '", "generation": {"prompt": [1, 2, 3], '
       '"max_tokens": 4, "sampling": ' + sampling + ', "options": {}}, "mode": '
       '"smartgen", "decode_address": "127.0.0.1:9000", "timeout_ms": 1000}').encode())
 write("control", "prefill_reply", b"\x05" + b'{"first_token": 3, "prefill_ms": 1.5, "n_prompt": 3}')
-write("control", "decode_call", b"\x07" + ('{"request_id": 1, "generation": {"prompt": [1, 2], '
+write("control", "decode_call", b"\x07" + ('{"request_id": "' + "0" * 31 + '1", "generation": {"prompt": [1, 2], '
       '"max_tokens": 4, "stop_at_eog": true, "forced_tokens": [5, 6], "sampling": ' + sampling +
       '}, "mode": "full", "timeout_ms": 100}').encode())
 write("control", "decode_event", b"\x09" + b'{"event": "token", "index": 1, "token": 7}')
-write("control", "sampling", b"\x0b" + sampling.encode())
+write("control", "request_ref", b"\x0b" + b'{"request_id": "0123456789abcdef0123456789abcdef"}')
+write("control", "sampling", b"\x0d" + sampling.encode())
 
 # --- OpenAI requests (openai_request_fuzz.cc): bodies for both endpoints.
 write("openai_request", "completion", '{"prompt": "Hello", "max_tokens": 8, "temperature": 0, '
