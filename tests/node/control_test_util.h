@@ -3,12 +3,12 @@
 // as a router holds it.
 #pragma once
 
+#include <httplib.h>
+
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <httplib.h>
 
 #include "node/common/control_auth.h"
 #include "node/common/http_rpc.h"
@@ -24,8 +24,9 @@ inline GenerationSpec TestSpec(std::vector<std::int32_t> prompt, int max_tokens)
   return spec;
 }
 
-inline std::string DecodeBody(const RequestId& id, const KvTicket& ticket, const GenerationSpec& spec,
-                              TransferMode mode, std::int64_t timeout_ms = 20000) {
+inline std::string DecodeBody(const RequestId& id, const KvTicket& ticket,
+                              const GenerationSpec& spec, TransferMode mode,
+                              std::int64_t timeout_ms = 20000) {
   DecodeCall c;
   c.request_id = id;
   c.kv_ticket = ticket;
@@ -35,9 +36,9 @@ inline std::string DecodeBody(const RequestId& id, const KvTicket& ticket, const
   return ToJson(c).dump();
 }
 
-inline std::string PrefillBody(const RequestId& id, const KvTicket& ticket, const GenerationSpec& spec,
-                               TransferMode mode, const std::string& decode_address,
-                               std::int64_t timeout_ms = 20000) {
+inline std::string PrefillBody(const RequestId& id, const KvTicket& ticket,
+                               const GenerationSpec& spec, TransferMode mode,
+                               const std::string& decode_address, std::int64_t timeout_ms = 20000) {
   PrefillCall c;
   c.request_id = id;
   c.kv_ticket = ticket;
@@ -49,8 +50,9 @@ inline std::string PrefillBody(const RequestId& id, const KvTicket& ticket, cons
 }
 
 // One POST signed with `token` as `caller`; the HTTP status (-1: no answer) and the body.
-inline int SignedPost(int port, const std::string& path, const std::string& body, const std::string& token,
-                      const std::string& caller = "", std::string* reply = nullptr) {
+inline int SignedPost(int port, const std::string& path, const std::string& body,
+                      const std::string& token, const std::string& caller = "",
+                      std::string* reply = nullptr) {
   httplib::Client cli("127.0.0.1", port);
   cli.set_read_timeout(20, 0);
   auto r = cli.Post(path, SignHeaders(token, "POST", path, body, caller), body, "application/json");
@@ -62,7 +64,8 @@ inline int SignedPost(int port, const std::string& path, const std::string& body
 class HeldStream {
  public:
   HeldStream(int port, std::string body, std::string token, std::string caller)
-      : thread_([this, port, body = std::move(body), token = std::move(token), caller = std::move(caller)] {
+      : thread_([this, port, body = std::move(body), token = std::move(token),
+                 caller = std::move(caller)] {
           NodeAddress node;
           node.host = "127.0.0.1";
           node.port = port;
@@ -70,11 +73,13 @@ class HeldStream {
           node.caller = caller;
           auto j = ParseJsonText(body);
           if (!j.ok()) return;
-          PostStream(node, "/internal/decode", *j, core::Seconds(30), [this](const nlohmann::json& line) {
-            std::lock_guard<std::mutex> lock(mu_);
-            lines_.push_back(line);
-            return true;
-          }).IgnoreError();
+          PostStream(node, "/internal/decode", *j, core::Seconds(30),
+                     [this](const nlohmann::json& line) {
+                       std::lock_guard<std::mutex> lock(mu_);
+                       lines_.push_back(line);
+                       return true;
+                     })
+              .IgnoreError();
         }) {}
   ~HeldStream() { Join(); }
   void Join() {

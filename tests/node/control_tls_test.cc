@@ -3,17 +3,17 @@
 // throwaway CA, answering with colocated's tokens; a node refuses plain HTTP, a client without
 // a certificate and one whose certificate another CA signed; a router that cannot verify the
 // nodes' certificates sees no node up; the signature is still required over TLS.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <thread>
 
-#include <gtest/gtest.h>
-#include <httplib.h>
-
+#include "control_test_util.h"
 #include "node/decode/decode_node.h"
 #include "node/prefill/prefill_node.h"
 #include "node/router/router.h"
-#include "control_test_util.h"
 #include "node_test_util.h"
 
 namespace smartgen::node {
@@ -35,16 +35,18 @@ bool Openssl(const std::string& dir, const std::string& args) {
 
 // A CA and, signed by it, a certificate for `name` valid for 127.0.0.1 (server and client).
 bool MakeCa(const std::string& dir, const std::string& ca) {
-  return Openssl(dir, "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=" +
-                          ca + " -keyout " + ca + ".key -out " + ca + ".crt");
+  return Openssl(
+      dir, "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=" +
+               ca + " -keyout " + ca + ".key -out " + ca + ".crt");
 }
 bool MakeCert(const std::string& dir, const std::string& ca, const std::string& name) {
   std::ofstream(dir + name + ".ext") << "subjectAltName=IP:127.0.0.1\n"
                                         "extendedKeyUsage=serverAuth,clientAuth\n";
-  return Openssl(dir, "req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=" + name +
-                          " -keyout " + name + ".key -out " + name + ".csr") &&
+  return Openssl(dir, "req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=" +
+                          name + " -keyout " + name + ".key -out " + name + ".csr") &&
          Openssl(dir, "x509 -req -in " + name + ".csr -CA " + ca + ".crt -CAkey " + ca +
-                          ".key -CAcreateserial -days 1 -extfile " + name + ".ext -out " + name + ".crt");
+                          ".key -CAcreateserial -days 1 -extfile " + name + ".ext -out " + name +
+                          ".crt");
 }
 
 // Once per process: ca signs node and router; rogue-ca signs rogue.
@@ -52,8 +54,9 @@ const Pki& TestPki() {
   static const Pki pki = [] {
     Pki p{::testing::TempDir() + "control_tls_pki/"};
     EXPECT_EQ(std::system(("mkdir -p '" + p.dir + "'").c_str()), 0);
-    const bool ok = MakeCa(p.dir, "ca") && MakeCert(p.dir, "ca", "node") && MakeCert(p.dir, "ca", "router") &&
-                    MakeCa(p.dir, "rogue-ca") && MakeCert(p.dir, "rogue-ca", "rogue");
+    const bool ok = MakeCa(p.dir, "ca") && MakeCert(p.dir, "ca", "node") &&
+                    MakeCert(p.dir, "ca", "router") && MakeCa(p.dir, "rogue-ca") &&
+                    MakeCert(p.dir, "rogue-ca", "rogue");
     EXPECT_TRUE(ok) << "openssl (package openssl) failed; see " << p.dir << "openssl.log";
     return p;
   }();
@@ -79,14 +82,15 @@ int HttpsInfo(int port, const std::string& client, bool sign) {
   const Pki& p = TestPki();
   std::unique_ptr<httplib::SSLClient> c =
       client.empty() ? std::make_unique<httplib::SSLClient>("127.0.0.1", port)
-                     : std::make_unique<httplib::SSLClient>("127.0.0.1", port, p.Path(client + ".crt"),
-                                                             p.Path(client + ".key"));
+                     : std::make_unique<httplib::SSLClient>(
+                           "127.0.0.1", port, p.Path(client + ".crt"), p.Path(client + ".key"));
   c->set_ca_cert_path(p.Path("ca.crt").c_str());
   c->enable_server_certificate_verification(true);
   c->set_connection_timeout(5, 0);
   c->set_read_timeout(5, 0);
-  auto r = c->Get("/internal/info", sign ? SignHeaders(kTlsToken, "GET", "/internal/info", "", "probe")
-                                         : httplib::Headers{});
+  auto r =
+      c->Get("/internal/info", sign ? SignHeaders(kTlsToken, "GET", "/internal/info", "", "probe")
+                                    : httplib::Headers{});
   return r ? r->status : -1;
 }
 
@@ -120,7 +124,8 @@ TEST_F(ControlTlsDeployment, EveryModeAnswersWithColocatedTokensOverMutualTls) {
   auto router = Router::Create(Config(TlsOf("router")));
   ASSERT_TRUE(router.ok()) << router.status().ToString();
   ASSERT_TRUE((*router)->Health().ok()) << (*router)->HealthReport().dump();
-  const std::vector<std::int32_t> prompt = {7, 3, 9, 1, 4, 4, 8, 2, 6, 5, 1, 9, 3, 7, 2, 8, 5, 5, 6, 1};
+  const std::vector<std::int32_t> prompt = {7, 3, 9, 1, 4, 4, 8, 2, 6, 5,
+                                            1, 9, 3, 7, 2, 8, 5, 5, 6, 1};
   const auto want = testing::ReferenceTokens(TlsNodeConfig("x").model_path, prompt, 10);
   for (const char* mode : {"colocated", "full", "layerwise"}) {
     std::vector<std::int32_t> got;

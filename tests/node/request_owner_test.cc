@@ -2,17 +2,16 @@
 // a cancel (or a fallback) signed with the token by any other caller is refused with 403, a
 // warning and smartgen_node_call_refused_total, on the decode and the prefill node; a guessed
 // id finds nothing (404); the registering router's cancel works.
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <thread>
 
-#include <gtest/gtest.h>
-
+#include "control_test_util.h"
 #include "node/decode/decode_node.h"
 #include "node/prefill/prefill_node.h"
-#include "control_test_util.h"
 #include "node_test_util.h"
 
 namespace smartgen::node {
@@ -42,14 +41,16 @@ TEST(RequestIds, AreRandom128BitHexAndParsedStrictly) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, a);
   EXPECT_EQ(ParseId128("0123456789ABCDEF0123456789abcdef", "id")->hi, 0x0123456789abcdefull);
-  for (const char* bad : {"", "12", "0123456789abcdef0123456789abcdeg", "0123456789abcdef0123456789abcdef0",
-                          "ffffffffffffffff0000000000000000"}) {
+  for (const char* bad :
+       {"", "12", "0123456789abcdef0123456789abcdeg", "0123456789abcdef0123456789abcdef0",
+        "ffffffffffffffff0000000000000000"}) {
     EXPECT_EQ(ParseId128(bad, "id").status().code(), StatusCode::kInvalidArgument) << bad;
   }
   // A number (the old 64-bit form) is refused with the field named.
   auto old = ParseRequestRef(nlohmann::json{{"request_id", 7}}, "cancel");
   ASSERT_FALSE(old.ok());
-  EXPECT_NE(old.status().message().find("request_id"), std::string::npos) << old.status().ToString();
+  EXPECT_NE(old.status().message().find("request_id"), std::string::npos)
+      << old.status().ToString();
 }
 
 TEST(RequestOwner, OnlyTheRegisteringRouterMayCancelAtTheDecodeNode) {
@@ -59,31 +60,42 @@ TEST(RequestOwner, OnlyTheRegisteringRouterMayCancelAtTheDecodeNode) {
   ASSERT_TRUE(decode.Start().ok());
   const RequestId id = RequestId::Random();
   // Registered, waiting for a prefill that does not come (30 s): it stays until cancelled.
-  testing::HeldStream stream(decode.http_port(),
-                             testing::DecodeBody(id, KvTicket::Random(), testing::TestSpec({3, 4, 5, 6}, 4),
-                                                 TransferMode::kLayerwise),
-                             kOwnerToken, "router-a");
-  for (int i = 0; i < 500 && decode.active_requests() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  testing::HeldStream stream(
+      decode.http_port(),
+      testing::DecodeBody(id, KvTicket::Random(), testing::TestSpec({3, 4, 5, 6}, 4),
+                          TransferMode::kLayerwise),
+      kOwnerToken, "router-a");
+  for (int i = 0; i < 500 && decode.active_requests() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_EQ(decode.active_requests(), 1u);
   const int port = decode.http_port();
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken, "router-b"), 403);
-  EXPECT_EQ(testing::SignedPost(port, "/internal/fallback", RequestRef(id).dump(), kOwnerToken, "router-b"), 403);
-  EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken, ""), 403);
+  EXPECT_EQ(
+      testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken, "router-b"),
+      403);
+  EXPECT_EQ(testing::SignedPost(port, "/internal/fallback", RequestRef(id).dump(), kOwnerToken,
+                                "router-b"),
+            403);
+  EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken, ""),
+            403);
   const std::string log = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(log.find("refused /internal/cancel for request " + id.ToHex() + " from 'router-b'"), std::string::npos)
+  EXPECT_NE(log.find("refused /internal/cancel for request " + id.ToHex() + " from 'router-b'"),
+            std::string::npos)
       << log;
   EXPECT_EQ(Metric(decode.MetricsText(), "smartgen_node_call_refused_total"), 3);
   // Guessed ids: a fresh random one, and one with the right low half (the KV handle) only.
-  EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(RequestId::Random()).dump(), kOwnerToken,
-                                "router-a"),
-            404);
-  EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(RequestId{id.hi ^ 1, id.lo}).dump(),
+  EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(RequestId::Random()).dump(),
                                 kOwnerToken, "router-a"),
             404);
+  EXPECT_EQ(
+      testing::SignedPost(port, "/internal/cancel", RequestRef(RequestId{id.hi ^ 1, id.lo}).dump(),
+                          kOwnerToken, "router-a"),
+      404);
   EXPECT_EQ(decode.active_requests(), 1u) << "nothing was cancelled";
   // The owner's cancel ends it, reported as cancelled (not as a normal completion).
-  EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken, "router-a"), 200);
+  EXPECT_EQ(
+      testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken, "router-a"),
+      200);
   stream.Join();
   EXPECT_EQ(stream.Last().value("finish_reason", ""), "cancelled") << stream.Last().dump();
   EXPECT_EQ(decode.active_requests(), 0u);
@@ -99,8 +111,8 @@ class SilentListener {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof(a);
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd_, 4) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+        ::listen(fd_, 4) != 0 || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
       ADD_FAILURE() << "cannot listen on loopback";
     }
     port_ = ntohs(a.sin_port);
@@ -124,23 +136,27 @@ TEST(RequestOwner, OnlyTheRegisteringRouterMayCancelAtThePrefillNode) {
   const RequestId id = RequestId::Random();
   const int port = prefill.http_port();
   std::thread call([&] {
-    testing::SignedPost(port, "/internal/prefill",
-                        testing::PrefillBody(id, KvTicket::Random(), testing::TestSpec({3, 4, 5, 6}, 4),
-                                             TransferMode::kLayerwise, silent.address(), 3000),
-                        kOwnerToken, "router-a");
+    testing::SignedPost(
+        port, "/internal/prefill",
+        testing::PrefillBody(id, KvTicket::Random(), testing::TestSpec({3, 4, 5, 6}, 4),
+                             TransferMode::kLayerwise, silent.address(), 3000),
+        kOwnerToken, "router-a");
   });
   // Known once the call is in: until then a cancel finds nothing (404).
   int status = 404;
   for (int i = 0; i < 200 && status == 404; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    status = testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken, "router-b");
+    status = testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken,
+                                 "router-b");
   }
   EXPECT_EQ(status, 403);
   EXPECT_EQ(Metric(prefill.MetricsText(), "smartgen_node_call_refused_total"), 1);
-  EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(RequestId::Random()).dump(), kOwnerToken,
-                                "router-a"),
+  EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(RequestId::Random()).dump(),
+                                kOwnerToken, "router-a"),
             404);
-  EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken, "router-a"), 200);
+  EXPECT_EQ(
+      testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken, "router-a"),
+      200);
   call.join();
 }
 

@@ -1,10 +1,9 @@
 #include "node/common/control_tls.h"
 
+#include <fmt/format.h>
 #include <openssl/ssl.h>
 
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "transfer/socket.h"
 
@@ -12,7 +11,8 @@ namespace smartgen::node {
 namespace {
 
 Status Readable(const std::string& path, const char* what) {
-  if (path.empty()) return InvalidArgument("control TLS: {} is missing (give cert, key and CA together)", what);
+  if (path.empty())
+    return InvalidArgument("control TLS: {} is missing (give cert, key and CA together)", what);
   std::ifstream in(path);
   if (!in) return InvalidArgument("control TLS: cannot read {} '{}'", what, path);
   return Status::Ok();
@@ -40,9 +40,10 @@ Result<std::unique_ptr<httplib::Server>> MakeControlServer(const ControlTls& tls
   auto server = std::make_unique<httplib::SSLServer>(tls.cert_file.c_str(), tls.key_file.c_str(),
                                                      tls.ca_file.c_str());
   if (!server->is_valid()) {
-    return InvalidArgument("control TLS: cannot load certificate '{}' with key '{}' and CA '{}' "
-                           "(not PEM, or the key does not match)",
-                           tls.cert_file, tls.key_file, tls.ca_file);
+    return InvalidArgument(
+        "control TLS: cannot load certificate '{}' with key '{}' and CA '{}' "
+        "(not PEM, or the key does not match)",
+        tls.cert_file, tls.key_file, tls.ca_file);
   }
   SSL_CTX_set_min_proto_version(server->ssl_context(), TLS1_2_VERSION);
   return std::unique_ptr<httplib::Server>(std::move(server));

@@ -11,10 +11,10 @@
 // Thread-safety: a ControlTls is an immutable value; each client is used by one thread.
 #pragma once
 
+#include <httplib.h>
+
 #include <memory>
 #include <string>
-
-#include <httplib.h>
 
 #include "core/result.h"
 

@@ -1,11 +1,10 @@
 #include "node/common/request_id.h"
 
+#include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace smartgen::node {
 
@@ -20,10 +19,13 @@ Id128 Id128::Random() {
   return id;
 }
 
-std::string Id128::ToHex() const { return fmt::format("{:016x}{:016x}", hi, lo); }
+std::string Id128::ToHex() const {
+  return fmt::format("{:016x}{:016x}", hi, lo);
+}
 
 Result<Id128> ParseId128(std::string_view hex, const char* what) {
-  if (hex.size() != 32) return InvalidArgument("{}: expected 32 hex digits, got {} characters", what, hex.size());
+  if (hex.size() != 32)
+    return InvalidArgument("{}: expected 32 hex digits, got {} characters", what, hex.size());
   Id128 id;
   for (std::size_t i = 0; i < 32; ++i) {
     const char c = hex[i];

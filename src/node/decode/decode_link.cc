@@ -1,6 +1,6 @@
 // The decode node's side of the KV link: control messages from prefill nodes (each request
-// listens to one link: the one whose PrefillStarted proved its KV ticket), links that go down, on-demand pulls and the local recompute of KV the
-// link no longer brings. See decode_node.h.
+// listens to one link: the one whose PrefillStarted proved its KV ticket), links that go down,
+// on-demand pulls and the local recompute of KV the link no longer brings. See decode_node.h.
 #include <cstring>
 
 #include "core/log.h"

@@ -16,7 +16,7 @@ struct PrefillNode::Job {
   core::Nanos enqueued = core::NowNanos();
   std::mutex mu;
   std::condition_variable cv;
-  bool done = false;                 // guarded by mu
+  bool done = false;                   // guarded by mu
   std::atomic<bool> cancelled{false};  // set by the HTTP side, read by the worker
   Result<PrefillReply> result = Status(StatusCode::kInternal, "not run");
 };
