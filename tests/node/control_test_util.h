@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -15,6 +16,22 @@
 #include "node/common/protocol.h"
 
 namespace smartgen::node::testing {
+
+// The value of an unlabelled series in Prometheus text (0 when absent).
+inline double CounterValue(const std::string& metrics, const std::string& name) {
+  const auto at = metrics.find("\n" + name + " ");
+  return at == std::string::npos ? 0 : std::stod(metrics.substr(at + name.size() + 2));
+}
+
+// Polls `done` every 10 ms until it holds (true) or `timeout` passes (false).
+inline bool WaitUntil(const std::function<bool()>& done, core::Nanos timeout) {
+  const core::Deadline d = core::Deadline::After(timeout);
+  while (!done()) {
+    if (d.Expired()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
 
 inline GenerationSpec TestSpec(std::vector<std::int32_t> prompt, int max_tokens) {
   GenerationSpec spec;

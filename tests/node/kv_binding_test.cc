@@ -24,20 +24,6 @@ NodeConfig BindConfig(const std::string& name) {
   return c;
 }
 
-double Metric(const std::string& metrics, const std::string& name) {
-  const auto at = metrics.find("\n" + name + " ");
-  return at == std::string::npos ? 0 : std::stod(metrics.substr(at + name.size() + 2));
-}
-
-bool WaitFor(const std::function<bool()>& done, core::Nanos timeout) {
-  const core::Deadline d = core::Deadline::After(timeout);
-  while (!done()) {
-    if (d.Expired()) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
 class KvBinding : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -80,19 +66,19 @@ TEST_F(KvBinding, APrefillNodeWithTheTokenButNotTheTicketCannotInjectKvBeforeThe
     const RequestId id = RequestId::Random();
     const KvTicket ticket = KvTicket::Random();
     const double refused_before =
-        Metric(decode_->MetricsText(), "smartgen_decode_kv_refused_total");
+        testing::CounterValue(decode_->MetricsText(), "smartgen_decode_kv_refused_total");
     ::testing::internal::CaptureStderr();
     testing::HeldStream victim(
         decode_->http_port(),
         testing::DecodeBody(id, ticket, testing::TestSpec(kVictimPrompt, max_tokens), mode),
         kBindToken, "router");
-    ASSERT_TRUE(WaitFor([&] { return decode_->active_requests() == 1; }, core::Seconds(5)));
+    ASSERT_TRUE(testing::WaitUntil([&] { return decode_->active_requests() == 1; }, core::Seconds(5)));
     // The attacker names the victim's id and the decode node's KV address, with its own prompt
     // and a ticket of its own: its PrefillStarted, token 1 and every block are refused.
     Prefill(*attacker_, id, KvTicket::Random(), testing::TestSpec(kAttackPrompt, max_tokens), mode);
-    EXPECT_TRUE(WaitFor(
+    EXPECT_TRUE(testing::WaitUntil(
         [&] {
-          return Metric(decode_->MetricsText(), "smartgen_decode_kv_refused_total") >
+          return testing::CounterValue(decode_->MetricsText(), "smartgen_decode_kv_refused_total") >
                  refused_before;
         },
         core::Seconds(10)))
@@ -113,8 +99,8 @@ TEST_F(KvBinding, APrefillNodeWithTheTokenButNotTheTicketCannotInjectKvBeforeThe
         << "the KV came over the link, not recomputed";
     EXPECT_EQ(victim.Tokens(), reference);
   }
-  EXPECT_GE(Metric(decode_->MetricsText(), "smartgen_decode_control_rejected_total"), 4);
-  EXPECT_TRUE(WaitFor([&] { return decode_->active_requests() == 0; }, core::Seconds(5)));
+  EXPECT_GE(testing::CounterValue(decode_->MetricsText(), "smartgen_decode_control_rejected_total"), 4);
+  EXPECT_TRUE(testing::WaitUntil([&] { return decode_->active_requests() == 0; }, core::Seconds(5)));
 }
 
 TEST_F(KvBinding, AfterTheAssignedLinkIsBoundEveryOtherLinksBlocksAreRefusedAtTheSink) {
@@ -135,7 +121,7 @@ TEST_F(KvBinding, AfterTheAssignedLinkIsBoundEveryOtherLinksBlocksAreRefusedAtTh
       testing::DecodeBody(id, ticket, testing::TestSpec(kVictimPrompt, max_tokens),
                           TransferMode::kLayerwise),
       kBindToken, "router");
-  ASSERT_TRUE(WaitFor([&] { return decode_->active_requests() == 1; }, core::Seconds(5)));
+  ASSERT_TRUE(testing::WaitUntil([&] { return decode_->active_requests() == 1; }, core::Seconds(5)));
   EXPECT_EQ(Prefill(**p, id, ticket, testing::TestSpec(kVictimPrompt, max_tokens),
                     TransferMode::kLayerwise),
             200);
@@ -144,7 +130,7 @@ TEST_F(KvBinding, AfterTheAssignedLinkIsBoundEveryOtherLinksBlocksAreRefusedAtTh
   Prefill(*attacker_, id, ticket, testing::TestSpec(kAttackPrompt, max_tokens),
           TransferMode::kLayerwise);
   victim.Join();
-  EXPECT_GT(Metric(decode_->MetricsText(), "smartgen_decode_kv_refused_total"), 0);
+  EXPECT_GT(testing::CounterValue(decode_->MetricsText(), "smartgen_decode_kv_refused_total"), 0);
   const nlohmann::json last = victim.Last();
   ASSERT_EQ(last.value("event", ""), "done") << last.dump();
   EXPECT_EQ(victim.Tokens(), reference);

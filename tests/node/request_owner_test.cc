@@ -27,11 +27,6 @@ NodeConfig OwnerConfig(const std::string& name) {
   return c;
 }
 
-double Metric(const std::string& metrics, const std::string& name) {
-  const auto at = metrics.find("\n" + name + " ");
-  return at == std::string::npos ? 0 : std::stod(metrics.substr(at + name.size() + 2));
-}
-
 TEST(RequestIds, AreRandom128BitHexAndParsedStrictly) {
   const RequestId a = RequestId::Random(), b = RequestId::Random();
   EXPECT_NE(a, b);
@@ -82,7 +77,7 @@ TEST(RequestOwner, OnlyTheRegisteringRouterMayCancelAtTheDecodeNode) {
   EXPECT_NE(log.find("refused /internal/cancel for request " + id.ToHex() + " from 'router-b'"),
             std::string::npos)
       << log;
-  EXPECT_EQ(Metric(decode.MetricsText(), "smartgen_node_call_refused_total"), 3);
+  EXPECT_EQ(testing::CounterValue(decode.MetricsText(), "smartgen_node_call_refused_total"), 3);
   // Guessed ids: a fresh random one, and one with the right low half (the KV handle) only.
   EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(RequestId::Random()).dump(),
                                 kOwnerToken, "router-a"),
@@ -150,7 +145,7 @@ TEST(RequestOwner, OnlyTheRegisteringRouterMayCancelAtThePrefillNode) {
                                  "router-b");
   }
   EXPECT_EQ(status, 403);
-  EXPECT_EQ(Metric(prefill.MetricsText(), "smartgen_node_call_refused_total"), 1);
+  EXPECT_EQ(testing::CounterValue(prefill.MetricsText(), "smartgen_node_call_refused_total"), 1);
   EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(RequestId::Random()).dump(),
                                 kOwnerToken, "router-a"),
             404);
