@@ -79,7 +79,8 @@ start() {
   pids+=($!)
   PORT=""
   for _ in $(seq 1 300); do
-    PORT=$(sed -n 's/.*ready: http port \([0-9][0-9]*\).*/\1/p' "$WORK/$name.out")
+    # (The background job may not have opened its .out yet.)
+    PORT=$(sed -n 's/.*ready: http port \([0-9][0-9]*\).*/\1/p' "$WORK/$name.out" 2>/dev/null || true)
     [ -n "$PORT" ] && return 0
     kill -0 "${pids[-1]}" 2>/dev/null || fail "$name exited before it was ready"
     sleep 0.1
