@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "model/model_config.h"
-#include "select/block_key.h"
 #include "select/block_summary.h"
+#include "select/layer_selection.h"
 #include "select/profile.h"
 
 namespace smartgen::select {

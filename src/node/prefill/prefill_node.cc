@@ -241,8 +241,7 @@ Status PrefillNode::PushLayers(transfer::PeerId peer, std::uint64_t request_id, 
   const int n_heads = rt_.model->config().n_kv_heads;
   for (int l = first_layer; l < end_layer; ++l) {
     for (int h = 0; h < n_heads; ++h) {
-      ranges.push_back({request_id, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(h), 0,
-                        static_cast<std::uint32_t>(n_blocks)});
+      ranges.emplace_back(request_id, kv::BlockRange{l, h, 0, static_cast<std::int32_t>(n_blocks)});
     }
   }
   return Push(peer, std::move(ranges), transfer::Priority::kProactive, deadline);
