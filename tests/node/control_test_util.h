@@ -3,6 +3,7 @@
 // as a router holds it.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <functional>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/log.h"
 #include "node/common/control_auth.h"
 #include "node/common/http_rpc.h"
 #include "node/common/protocol.h"
@@ -22,6 +24,30 @@ inline double CounterValue(const std::string& metrics, const std::string& name) 
   const auto at = metrics.find("\n" + name + " ");
   return at == std::string::npos ? 0 : std::stod(metrics.substr(at + name.size() + 2));
 }
+
+// The warnings logged while it lives (stderr captured), at warn level at least whatever
+// SMARTGEN_LOG says, so a test can assert that a refusal was logged.
+class CapturedLog {
+ public:
+  CapturedLog() : level_(core::GetLogLevel()) {
+    if (level_ > core::LogLevel::kWarn) core::SetLogLevel(core::LogLevel::kWarn);
+    ::testing::internal::CaptureStderr();
+  }
+  ~CapturedLog() {
+    if (!taken_) Take();
+  }
+  // What was logged; ends the capture.
+  std::string Take() {
+    taken_ = true;
+    std::string text = ::testing::internal::GetCapturedStderr();
+    core::SetLogLevel(level_);
+    return text;
+  }
+
+ private:
+  core::LogLevel level_;
+  bool taken_ = false;
+};
 
 // Polls `done` every 10 ms until it holds (true) or `timeout` passes (false).
 inline bool WaitUntil(const std::function<bool()>& done, core::Nanos timeout) {

@@ -67,7 +67,7 @@ TEST_F(KvBinding, APrefillNodeWithTheTokenButNotTheTicketCannotInjectKvBeforeThe
     const KvTicket ticket = KvTicket::Random();
     const double refused_before =
         testing::CounterValue(decode_->MetricsText(), "smartgen_decode_kv_refused_total");
-    ::testing::internal::CaptureStderr();
+    testing::CapturedLog captured;
     testing::HeldStream victim(
         decode_->http_port(),
         testing::DecodeBody(id, ticket, testing::TestSpec(kVictimPrompt, max_tokens), mode),
@@ -87,7 +87,7 @@ TEST_F(KvBinding, APrefillNodeWithTheTokenButNotTheTicketCannotInjectKvBeforeThe
     EXPECT_EQ(Prefill(*prefill_, id, ticket, testing::TestSpec(kVictimPrompt, max_tokens), mode),
               200);
     victim.Join();
-    const std::string log = ::testing::internal::GetCapturedStderr();
+    const std::string log = captured.Take();
     EXPECT_NE(log.find("refused KV for request " + std::to_string(id.link_handle())),
               std::string::npos)
         << log;

@@ -64,7 +64,7 @@ TEST(RequestOwner, OnlyTheRegisteringRouterMayCancelAtTheDecodeNode) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_EQ(decode.active_requests(), 1u);
   const int port = decode.http_port();
-  ::testing::internal::CaptureStderr();
+  testing::CapturedLog captured;
   EXPECT_EQ(
       testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken, "router-b"),
       403);
@@ -73,7 +73,7 @@ TEST(RequestOwner, OnlyTheRegisteringRouterMayCancelAtTheDecodeNode) {
             403);
   EXPECT_EQ(testing::SignedPost(port, "/internal/cancel", RequestRef(id).dump(), kOwnerToken, ""),
             403);
-  const std::string log = ::testing::internal::GetCapturedStderr();
+  const std::string log = captured.Take();
   EXPECT_NE(log.find("refused /internal/cancel for request " + id.ToHex() + " from 'router-b'"),
             std::string::npos)
       << log;

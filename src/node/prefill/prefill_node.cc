@@ -117,6 +117,12 @@ void PrefillNode::Stop() {
   // The sender's thread posts to the endpoint: stop it first. The endpoint's shutdown releases
   // every lease, which calls the sender's Remove: the sender object goes last.
   if (speculative_) speculative_->Stop();
+  {
+    // The endpoint's shutdown reports its peers down, and unique_ptr::reset clears endpoint_
+    // before the endpoint is gone: from here OnPeerDown leaves it alone.
+    std::lock_guard<std::mutex> lock(peer_down_mu_);
+    stopping_ = true;
+  }
   endpoint_.reset();
   speculative_.reset();
 }
@@ -135,6 +141,8 @@ void PrefillNode::OnPeerDown(transfer::PeerId peer, const Status& why) {
     SG_LOG_WARN("prefill", "{}: KV peer down ({}); cancelling {} request(s)", config_.name,
                 why.ToString(), ids.size());
   }
+  std::lock_guard<std::mutex> lock(peer_down_mu_);
+  if (stopping_) return;  // the endpoint is closing: it ends every request itself
   for (std::uint64_t id : ids) endpoint_->CancelRequest(id);
 }
 

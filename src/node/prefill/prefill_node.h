@@ -103,6 +103,8 @@ class PrefillNode {
   NodeRuntime rt_;
   PrefillKvStore store_;
   std::unique_ptr<transfer::Endpoint> endpoint_;
+  std::mutex peer_down_mu_;  // OnPeerDown uses endpoint_ under it, unless stopping_
+  bool stopping_ = false;    // guarded by peer_down_mu_; set by Stop before endpoint_ goes
   std::unique_ptr<httplib::Server> http_;  // HTTPS with config_.control_tls
   std::thread http_thread_;
   int http_port_ = 0;
