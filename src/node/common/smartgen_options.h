@@ -66,6 +66,12 @@ struct SmartgenOptions {
   // Blocks one layer-step fetches at most, highest score first (0: sized from the link rate
   // the endpoint measures, so what is asked for is what can arrive within about a step).
   int max_fetch_blocks = 0;
+  // Fewer bytes for the approximate paths (DESIGN.md 4.2): the proactive, first-step and
+  // on-demand blocks travel as int8 with per-row scales (transfer/int8_wire.h, about half an
+  // f16 block). The speculative path still sends every block in the KV dtype, those first, and
+  // the exact copy replaces the int8 one between steps, so the node still becomes exact; time
+  // to exact and bytes on the wire count both copies.
+  bool int8_wire = false;
 };
 
 // Missing fields keep their defaults; wrong types or ranges are kInvalidArgument naming the

@@ -6,7 +6,9 @@
 
 #include "kernels/attention.h"
 #include "kernels/lse_merge.h"
+#include "node/common/node_config.h"
 #include "select/selective_attention.h"
+#include "transfer/int8_wire.h"
 
 namespace smartgen::node {
 
@@ -90,6 +92,7 @@ void SmartgenSession::OnLinkDown() {
 }
 
 bool SmartgenSession::Ready(core::Nanos prefill_done_at) {
+  if (staged_) staged_->Apply();
   std::lock_guard<std::mutex> lock(mu_);
   bool all_present = true;
   for (int l = 0; l < config_.n_layers; ++l) {
@@ -154,14 +157,20 @@ Status SmartgenSession::Request(int layer, const select::LayerSelection& sel,
   return RequestKeys(keys);
 }
 
+double SmartgenSession::WireBlockBytes() const {
+  const kv::KvGeometry& g = kv_->geometry();
+  if (!options_.int8_wire) return static_cast<double>(g.block_bytes());
+  return static_cast<double>(transfer::Int8BlockBytes(ToTransferGeometry(g)));
+}
+
 std::int64_t SmartgenSession::FetchCap() const {
   if (options_.max_fetch_blocks > 0) return options_.max_fetch_blocks;
   // What the link brings in about two steps, spread over the layers: more would only queue
   // behind itself (the rest comes later, or with the speculative stream).
   const double rate = link_bytes_per_s_;  // measured at the step's start; 0 = not yet
   if (rate <= 0 || step_ms_ <= 0) return kDefaultFetchCap;
-  const double blocks = rate * 2 * step_ms_ / 1e3 / static_cast<double>(kv_->geometry().block_bytes()) /
-                        static_cast<double>(config_.n_layers);
+  const double blocks =
+      rate * 2 * step_ms_ / 1e3 / WireBlockBytes() / static_cast<double>(config_.n_layers);
   return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(blocks)), 1, kDefaultFetchCap * 16);
 }
 
@@ -246,6 +255,7 @@ bool SmartgenSession::TakeFirstStep(int layer, select::LayerSelection* sel) {
 }
 
 Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, float* out) {
+  if (layer == 0 && staged_) staged_->Apply();  // between steps: nothing reads the KV now
   if (layer == 0) {
     const core::Nanos now = core::NowNanos();
     if (step_start_ != 0) {
@@ -443,20 +453,26 @@ void SmartgenSession::RecordPresence(int layer, const select::LayerSelection& se
 
 nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_received,
                                       std::uint64_t requested_received) const {
+  // The proactive, first-step and on-demand copies in their wire form (int8 with int8_wire);
+  // the rest of what arrived is the speculative stream's, in the KV dtype.
   const double block_bytes = static_cast<double>(kv_->geometry().block_bytes());
-  const double proactive = static_cast<double>(proactive_blocks_) * block_bytes;
-  const double on_demand = static_cast<double>(requested_received) * block_bytes;
-  const double received = static_cast<double>(blocks_received) * block_bytes;
+  const double wire_bytes = WireBlockBytes();
+  const double proactive = static_cast<double>(proactive_blocks_) * wire_bytes;
+  const double on_demand = static_cast<double>(requested_received) * wire_bytes;
+  const double speculative_blocks = std::max<double>(
+      0.0, static_cast<double>(blocks_received) - static_cast<double>(proactive_blocks_) -
+               static_cast<double>(first_step_blocks_) - static_cast<double>(requested_received));
   nlohmann::json j;
   if (exact_at_ != 0) j["time_to_exact_ms"] = core::ToMillis(exact_at_ - start);
   j["recomputed_locally"] = recovered_;
   // Every announced first-step block is pushed (like the proactive ones).
-  const double first_step = static_cast<double>(first_step_blocks_) * block_bytes;
+  const double first_step = static_cast<double>(first_step_blocks_) * wire_bytes;
   j["bytes_by_path"] = {{"summaries", summary_bytes_},
                         {"proactive", proactive},
                         {"first_step", first_step},
                         {"on_demand", on_demand},
-                        {"speculative", std::max(0.0, received - proactive - first_step - on_demand)}};
+                        {"speculative", speculative_blocks * block_bytes}};
+  j["int8_wire"] = options_.int8_wire;
   j["on_demand_ratio"] = selected_ > 0 ? static_cast<double>(missing_) / static_cast<double>(selected_) : 0.0;
   j["on_demand_ratio_per_step"] = step_ratio_;
   j["layer_stall_ms"] = layer_stall_ms_;
@@ -471,6 +487,8 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
       predicted_ > 0 ? static_cast<double>(predicted_hits_) / static_cast<double>(predicted_) : 0.0;
   j["blocks_total"] = residency_->total_blocks();
   j["blocks_present"] = residency_->present_total();
+  j["blocks_approximate"] = residency_->approximate_total();
+  if (staged_) j["blocks_staged"] = staged_->staged_total();
   j["policy"] = selector_.policy_note();
   return j;
 }

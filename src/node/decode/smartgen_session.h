@@ -35,10 +35,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/result.h"
@@ -46,6 +45,7 @@
 #include "kv/sequence_kv.h"
 #include "model/forward.h"
 #include "node/common/smartgen_options.h"
+#include "node/decode/staged_copies.h"
 #include "select/block_summary.h"
 #include "select/on_demand.h"
 #include "select/profile.h"
@@ -84,6 +84,9 @@ class SmartgenSession final : public model::AttentionOverride {
   // The KV link's measured receive rate in bytes/s (0 = unknown); sizes the fetches. Set before
   // decoding starts; called on the engine thread once per step.
   void set_link_rate(std::function<double()> fn) { link_rate_ = std::move(fn); }
+  // The request's staged copies (DecodeKvStore), applied before each step and in Ready(); set
+  // before decoding starts; may stay null (nothing is staged then).
+  void set_staged(StagedCopies* staged) { staged_ = staged; }
 
   Status Attend(int layer, const float* q, std::int64_t pos, float* out) override;
 
@@ -103,6 +106,8 @@ class SmartgenSession final : public model::AttentionOverride {
   Status RequestKeys(std::span<const kv::BlockKey> keys);
   // Blocks one layer-step asks for at most (SmartgenOptions::max_fetch_blocks or the link rate).
   std::int64_t FetchCap() const;
+  // Bytes one fetched block takes on the wire (int8 with SmartgenOptions::int8_wire).
+  double WireBlockBytes() const;
   // How long layer `layer` waits for its fetch (SmartgenOptions::wait_bound_ms or auto).
   core::Nanos WaitBound(int layer) const;
   // Per-step statistics: the share of the selection's bound attention mass that was present.
@@ -128,6 +133,7 @@ class SmartgenSession final : public model::AttentionOverride {
   SmartgenOptions options_;
   const select::Profile* profile_;
   FetchFn fetch_;
+  StagedCopies* staged_ = nullptr;
   RecomputeFn recompute_;
   core::Nanos step_timeout_;  // longest wait of one layer-step for its fetch
   std::function<void()> on_exact_;

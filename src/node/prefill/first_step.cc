@@ -28,7 +28,7 @@ Result<double> PrefillNode::RunFirstStep(transfer::PeerId peer, std::uint64_t id
   // fetched when a step selects it); no cap before a rate is known.
   std::int64_t cap = std::numeric_limits<std::int64_t>::max();
   if (const double rate = LinkRate(peer); rate > 0) {
-    const double blocks = rate * sg.first_wait_ms() / 1e3 / static_cast<double>(kv.geometry().block_bytes());
+    const double blocks = rate * sg.first_wait_ms() / 1e3 / WireBlockBytes(sg.push_wire());
     cap = std::max<std::int64_t>(std::int64_t{n_layers} * kv.geometry().n_kv_heads,
                                  static_cast<std::int64_t>(blocks));
   }
@@ -70,8 +70,8 @@ Result<double> PrefillNode::RunFirstStep(transfer::PeerId peer, std::uint64_t id
   // Ahead of everything queued: they are what the first step needs most (behind the proactive
   // blocks still on the link, they missed the wait on slow links: kv-retrieval-tiny at 30 Mbit/s
   // answered 67 % right against 99 % colocated).
-  SG_RETURN_IF_ERROR(
-      Push(peer, transfer::RangesOf(id, order), transfer::Priority::kOnDemand, deadline));
+  SG_RETURN_IF_ERROR(Push(peer, transfer::RangesOf(id, order), transfer::Priority::kOnDemand,
+                          deadline, sg.push_wire()));
   return watch.ElapsedMillis();
 }
 

@@ -7,9 +7,10 @@
 #include "core/log.h"
 #include "model/sampler.h"
 #include "node/common/control_messages.h"
-#include "node/prefill/smartgen_prefill.h"
 #include "node/common/node_metrics.h"
 #include "node/common/transfer_metrics.h"
+#include "node/prefill/smartgen_prefill.h"
+#include "transfer/int8_wire.h"
 
 namespace smartgen::node {
 
@@ -170,19 +171,28 @@ Status PrefillNode::SendControl(transfer::PeerId peer, const ControlMessage& m) 
 }
 
 Status PrefillNode::Push(transfer::PeerId peer, std::vector<transfer::BlockRange> ranges,
-                         transfer::Priority priority, core::Deadline deadline) {
+                         transfer::Priority priority, core::Deadline deadline,
+                         transfer::WireFormat wire) {
   if (ranges.empty()) return Status::Ok();
   transfer::TransferRequest t;
   t.direction = transfer::Direction::kPush;
   t.priority = priority;
   t.deadline = deadline;
+  t.wire = wire;
   std::int64_t blocks = 0;
   for (const auto& r : ranges) blocks += r.n_blocks;
   t.ranges = std::move(ranges);
   SG_ASSIGN_OR_RETURN(transfer::TransferHandle handle, endpoint_->Post(peer, t));
   endpoint_->Release(handle);  // nobody polls it; the decode node tracks arrival itself
-  bytes_pushed_->Increment(static_cast<double>(blocks * rt_.blocks->geometry().block_bytes()));
+  bytes_pushed_->Increment(static_cast<double>(blocks) * WireBlockBytes(wire));
   return Status::Ok();
+}
+
+double PrefillNode::WireBlockBytes(transfer::WireFormat wire) const {
+  return wire == transfer::WireFormat::kInt8
+             ? static_cast<double>(
+                   transfer::Int8BlockBytes(ToTransferGeometry(rt_.blocks->geometry())))
+             : static_cast<double>(rt_.blocks->geometry().block_bytes());
 }
 
 double PrefillNode::LinkRate(transfer::PeerId peer) const {
@@ -398,6 +408,13 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
           sg_options.proactive_fill *
           static_cast<double>(select::ProactiveBudgetBytes(link_rate, EstimatePrefillSeconds(n_prompt))));
     }
+    if (sg_options.int8_wire && budget < full_kv_bytes) {
+      // The budget is in native block bytes; int8 copies fit more blocks into the same bytes.
+      budget = std::min<std::int64_t>(
+          full_kv_bytes,
+          static_cast<std::int64_t>(static_cast<double>(budget) * geometry.block_bytes() /
+                                    WireBlockBytes(transfer::WireFormat::kInt8)));
+    }
     sg = std::make_unique<SmartgenPrefill>(id, rt_.model->config(), geometry, n_prompt, sg_options,
                                            select::PickProfile(rt_.profiles, n_prompt), budget,
                                            rt_.pool.get());
@@ -422,7 +439,8 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
       push_status = SendControl(peer, out.summaries, ControlType::kSummaries);
       if (push_status.ok()) push_status = SendControl(peer, out.manifest, ControlType::kProactiveManifest);
       if (push_status.ok()) {
-        push_status = Push(peer, std::move(out.push), transfer::Priority::kProactive, deadline);
+        push_status = Push(peer, std::move(out.push), transfer::Priority::kProactive, deadline,
+                           sg->push_wire());
       }
     }
   };
@@ -453,7 +471,8 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   }
   succeeded = true;
   if (sg && sg_options.speculative) {
-    speculative_->Add(id, peer, sg->TakeSpeculative(), sg->pushed(), sg_options.pacing, deadline);
+    speculative_->Add(id, peer, sg->TakeSpeculative(), sg->SpeculativeSkip(), sg_options.pacing,
+                      deadline);
   }
   RecordPrefill(n_prompt, prefill_ms / 1e3);
   prefills_ok_->Increment();

@@ -46,6 +46,7 @@ SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::S
   for (const select::PushItem& item : plans_[layer].push) {
     if (pushed_.Insert(item.key)) keys.push_back(item.key);
   }
+  pushed_order_.insert(pushed_order_.end(), keys.begin(), keys.end());
   pushed_blocks_ += static_cast<std::int64_t>(keys.size());
   out.manifest = EncodeControl(ControlMessage::Manifest(request_id_, layer, keys));
   out.push = transfer::RangesOf(request_id_, keys);
@@ -92,11 +93,22 @@ std::vector<kv::BlockKey> SmartgenPrefill::TakeFirstStep(std::int64_t max_blocks
   }
   first_candidates_.clear();
   first_step_blocks_ += static_cast<std::int64_t>(keys.size());
+  pushed_order_.insert(pushed_order_.end(), keys.begin(), keys.end());
   return keys;
 }
 
 select::SpeculativeStream SmartgenPrefill::TakeSpeculative() {
-  return select::SpeculativeStream(select::SpeculativeOrder(plans_));
+  std::vector<kv::BlockKey> order = select::SpeculativeOrder(plans_);
+  if (options_.int8_wire) {
+    // The int8 copies are the blocks that matter most: make them exact first. The first-step
+    // blocks are also in the plans' rest; the stream sends a block once (its skip set).
+    order.insert(order.begin(), pushed_order_.begin(), pushed_order_.end());
+  }
+  return select::SpeculativeStream(std::move(order));
+}
+
+kv::BlockSet SmartgenPrefill::SpeculativeSkip() const {
+  return options_.int8_wire ? kv::BlockSet(pushed_.grid()) : pushed_;
 }
 
 nlohmann::json SmartgenPrefill::Stats() const {

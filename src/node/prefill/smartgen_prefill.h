@@ -55,8 +55,14 @@ class SmartgenPrefill {
   std::vector<kv::BlockKey> TakeFirstStep(std::int64_t max_blocks);
 
   // Every block not pushed proactively, in speculative order; and the pushed set (to skip).
+  // The speculative order: every block not pushed exactly, pushed (int8) blocks first.
   select::SpeculativeStream TakeSpeculative();
-  const kv::BlockSet& pushed() const { return pushed_; }
+  // What the speculative stream skips: the blocks pushed exactly (none with int8_wire).
+  kv::BlockSet SpeculativeSkip() const;
+  // How the proactive and first-step blocks travel.
+  transfer::WireFormat push_wire() const {
+    return options_.int8_wire ? transfer::WireFormat::kInt8 : transfer::WireFormat::kNative;
+  }
   const select::ProactiveBudget& budget() const { return budget_; }
   double first_wait_ms() const { return options_.first_wait_ms; }
   nlohmann::json Stats() const;
@@ -73,6 +79,7 @@ class SmartgenPrefill {
   std::int64_t last_q_rows_ = 0;
   std::vector<select::LayerPushPlan> plans_;  // [n_layers], filled as layers finish
   kv::BlockSet pushed_;
+  std::vector<kv::BlockKey> pushed_order_;  // proactive then first-step blocks, as pushed
   std::int64_t summary_bytes_ = 0;
   std::int64_t pushed_blocks_ = 0;
   std::int64_t first_step_blocks_ = 0;
