@@ -6,13 +6,14 @@
 
 #include "kernels/attention.h"
 #include "kernels/lse_merge.h"
+#include "select/path_sizing.h"
 #include "select/selective_attention.h"
 
 namespace smartgen::node {
 
 SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceKv* kv,
                                  kv::Residency* residency, std::int64_t n_prompt,
-                                 const SmartgenOptions& options, const select::Profile* profile,
+                                 const select::SmartgenOptions& options, const select::Profile* profile,
                                  FetchFn fetch, RecomputeFn recompute, core::Nanos step_timeout)
     : config_(config),
       kv_(kv),
@@ -151,26 +152,14 @@ Status SmartgenSession::Request(int layer, const select::LayerSelection& sel,
 }
 
 std::int64_t SmartgenSession::FetchCap() const {
-  if (options_.max_fetch_blocks > 0) return options_.max_fetch_blocks;
-  // What the link brings in about two steps, spread over the layers: more would only queue
-  // behind itself (the rest comes later, or with the speculative stream).
-  const double rate = link_bytes_per_s_;  // measured at the step's start; 0 = not yet
-  if (rate <= 0 || step_ms_ <= 0) return kDefaultFetchCap;
-  const double blocks = rate * 2 * step_ms_ / 1e3 / static_cast<double>(kv_->geometry().block_bytes()) /
-                        static_cast<double>(config_.n_layers);
-  return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(blocks)), 1, kDefaultFetchCap * 16);
+  // link_bytes_per_s_ is measured at the step's start (0 = not yet).
+  return select::FetchCapBlocks(options_, link_bytes_per_s_, step_ms_,
+                                static_cast<double>(kv_->geometry().block_bytes()), config_.n_layers);
 }
 
 core::Nanos SmartgenSession::WaitBound(int layer) const {
-  if (options_.wait_bound_ms >= 0) return static_cast<core::Nanos>(options_.wait_bound_ms * core::kNanosPerMilli);
-  // Auto: the larger of the layer's share of the step's budget (wait_share of the step's own
-  // time plus step_slack_ms, spread over the layers) and wait_factor x its local attention
-  // time + wait_slack_ms. A step then takes at most about (1 + wait_share) x its own time plus
-  // step_slack_ms.
-  const double step_share = (options_.wait_share * step_compute_ms_ + options_.step_slack_ms) /
-                            static_cast<double>(config_.n_layers);
-  const double layer_own = options_.wait_factor * local_ms_[layer] + options_.wait_slack_ms;
-  return static_cast<core::Nanos>(std::max(step_share, layer_own) * core::kNanosPerMilli);
+  const double ms = select::LayerWaitBoundMs(options_, step_compute_ms_, local_ms_[layer], config_.n_layers);
+  return static_cast<core::Nanos>(ms * core::kNanosPerMilli);
 }
 
 void SmartgenSession::RequestPredicted(int layer) {

@@ -45,7 +45,7 @@
 #include "kv/residency.h"
 #include "kv/sequence_kv.h"
 #include "model/forward.h"
-#include "node/common/smartgen_options.h"
+#include "select/smartgen_options.h"
 #include "select/block_summary.h"
 #include "select/on_demand.h"
 #include "select/profile.h"
@@ -60,7 +60,7 @@ class SmartgenSession final : public model::AttentionOverride {
   using RecomputeFn = std::function<Status()>;
 
   SmartgenSession(const model::ModelConfig& config, kv::SequenceKv* kv, kv::Residency* residency,
-                  std::int64_t n_prompt, const SmartgenOptions& options,
+                  std::int64_t n_prompt, const select::SmartgenOptions& options,
                   const select::Profile* profile, FetchFn fetch, RecomputeFn recompute,
                   core::Nanos step_timeout);
 
@@ -119,14 +119,13 @@ class SmartgenSession final : public model::AttentionOverride {
   void ScorePrediction(int layer, const select::LayerSelection& sel);
 
   static constexpr std::int64_t kPredictionWarmup = 64;
-  static constexpr std::int64_t kDefaultFetchCap = 64;  // per layer-step, before a rate is known
   static constexpr double kPredictionMinHitRate = 0.5;
 
   const model::ModelConfig& config_;
   kv::SequenceKv* kv_;
   kv::Residency* residency_;
   std::int64_t n_prompt_;
-  SmartgenOptions options_;
+  select::SmartgenOptions options_;
   const select::Profile* profile_;
   FetchFn fetch_;
   RecomputeFn recompute_;
