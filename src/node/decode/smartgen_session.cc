@@ -32,6 +32,7 @@ SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceK
       first_step_seen_(config.n_layers, 0),
       first_step_used_(config.n_layers, 0),
       incoming_(select::BlockGrid{config.n_layers, config.n_kv_heads, static_cast<std::int32_t>(residency->n_blocks())}),
+      ever_selected_(select::BlockGrid{config.n_layers, config.n_kv_heads, static_cast<std::int32_t>(residency->n_blocks())}),
       layer_stall_ms_(config.n_layers, 0.0),
       local_ms_(config.n_layers, 0.0),
       o2_(static_cast<std::size_t>(config.n_group()) * config.head_dim),
@@ -259,6 +260,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   select::LayerSelection sel;
   selector_.Select(layer, q, *summaries, &sel);
   ScorePrediction(layer, sel);
+  CountFresh(layer, sel);
   const bool first_step = TakeFirstStep(layer, &sel);
 
   // The selected blocks that are not here, highest score first.
@@ -392,6 +394,19 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   return Status::Ok();
 }
 
+void SmartgenSession::CountFresh(int layer, const select::LayerSelection& sel) {
+  // Score-selected blocks only: sinks and the local window are chosen at every step.
+  const auto n_blocks = static_cast<std::int32_t>(residency_->n_blocks());
+  const std::int32_t lo = options_.on_demand.sink_blocks, hi = n_blocks - options_.on_demand.local_blocks;
+  for (int h = 0; h < static_cast<int>(sel.heads.size()); ++h) {
+    for (std::int32_t b : sel.heads[h]) {
+      if (b < lo || b >= hi) continue;
+      ++step_scored_;
+      if (ever_selected_.Insert({layer, h, b})) ++step_fresh_;
+    }
+  }
+}
+
 void SmartgenSession::RecordPresence(int layer, const select::LayerSelection& sel) {
   // Per head, the selected blocks' share of the summary-bound attention mass that took part.
   double mass = 0, present_mass = 0;
@@ -417,7 +432,19 @@ void SmartgenSession::RecordPresence(int layer, const select::LayerSelection& se
     if (step_ratio_.size() < 64 && step_selected_ > 0) {
       step_ratio_.push_back(static_cast<double>(step_missing_) / static_cast<double>(step_selected_));
       step_present_share_.push_back(step_mass_ > 0 ? step_present_mass_ / step_mass_ : 1.0);
+      // This step's selection churn: scored blocks its layers had not chosen the step before.
+      const std::int64_t scored = selector_.scored_blocks() - churn_scored_;
+      const std::int64_t changed = selector_.changed_blocks() - churn_changed_;
+      step_churn_.push_back(scored > 0 ? static_cast<double>(changed) / static_cast<double>(scored) : 1.0);
+      step_fresh_share_.push_back(step_scored_ > 0 ? static_cast<double>(step_fresh_) / static_cast<double>(step_scored_) : 0.0);
     }
+    if (step_ratio_.size() > 1) {  // steps 2.. (step 1 selects everything anew)
+      fresh_total_ += step_fresh_;
+      fresh_scored_ += step_scored_;
+    }
+    step_fresh_ = step_scored_ = 0;
+    churn_scored_ = selector_.scored_blocks();
+    churn_changed_ = selector_.changed_blocks();
     step_selected_ = step_missing_ = 0;
     step_mass_ = step_present_mass_ = 0;
   }
@@ -445,6 +472,10 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
   j["present_mass_share_per_step"] = step_present_share_;
   j["late_blocks"] = late_blocks_;
   j["selection_churn"] = selector_.churn();
+  j["selection_churn_per_step"] = step_churn_;
+  // Score-selected blocks never selected before (the simulator's replayed selection).
+  j["selection_fresh_per_step"] = step_fresh_share_;
+  j["selection_fresh"] = fresh_scored_ > 0 ? static_cast<double>(fresh_total_) / static_cast<double>(fresh_scored_) : 0.0;
   j["fetch_capped_blocks"] = fetch_capped_;
   j["selective_layer_steps"] = steps_;
   j["blocks_requested"] = blocks_fetched_;

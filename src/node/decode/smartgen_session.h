@@ -106,6 +106,8 @@ class SmartgenSession final : public model::AttentionOverride {
   std::int64_t FetchCap() const;
   // How long layer `layer` waits for its fetch (SmartgenOptions::wait_bound_ms or auto).
   core::Nanos WaitBound(int layer) const;
+  // Per-step selection statistics: score-selected blocks never selected before in the layer.
+  void CountFresh(int layer, const select::LayerSelection& sel);
   // Per-step statistics: the share of the selection's bound attention mass that was present.
   void RecordPresence(int layer, const select::LayerSelection& sel);
   // Adds the prefill node's first-step blocks of `layer` to `sel` the first time the layer
@@ -165,6 +167,12 @@ class SmartgenSession final : public model::AttentionOverride {
   double step_mass_ = 0, step_present_mass_ = 0;
   std::vector<double> step_present_share_;  // per step (first 64): present share of bound mass
   std::vector<double> step_ratio_;         // on-demand ratio per decode step (first 64)
+  std::vector<double> step_churn_;         // selection churn per decode step (first 64; 1 at step 1)
+  std::int64_t churn_scored_ = 0, churn_changed_ = 0;  // selector counts at the last step's end
+  select::BlockSet ever_selected_;         // score-selected by some step (engine thread)
+  std::int64_t step_fresh_ = 0, step_scored_ = 0;      // of this step: new / score-selected
+  std::int64_t fresh_total_ = 0, fresh_scored_ = 0;    // the same over steps 2..
+  std::vector<double> step_fresh_share_;   // per step (first 64): new share of the score-selected
   std::int64_t step_selected_ = 0, step_missing_ = 0;
   std::vector<select::BlockKey> scratch_keys_;
   int predicted_layer_ = -1;                    // the layer `predicted_keys_` were asked for
