@@ -120,12 +120,14 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
       const Seconds step = base.DecodeStep(1, m.prompt_tokens + m.output_tokens / 2);
       auto it = colocated.find({m.prompt_tokens, m.ratio});
       // A SmartGen record's own gaps hold its waits: its dense step is colocated's.
-      const bool own = options.calibration == Calibration::kOwn && m.median_gap_ms > 0 &&
-                       (m.mode != Mode::kSmartgen || it == colocated.end());
+      const bool own_kind = options.calibration == Calibration::kOwn || options.calibration == Calibration::kOwnAll;
+      const bool own = own_kind && m.median_gap_ms > 0 &&
+                       (m.mode != Mode::kSmartgen || it == colocated.end() ||
+                        options.calibration == Calibration::kOwnAll);
       if (own) {
         hw.mem_eff *= step / (m.median_gap_ms / 1e3);
       } else if (it != colocated.end() && it->second->mean_tbt_ms > 0) {
-        const double colocated_ms = options.calibration == Calibration::kOwn && it->second->median_gap_ms > 0
+        const double colocated_ms = own_kind && it->second->median_gap_ms > 0
                                         ? it->second->median_gap_ms
                                         : it->second->mean_tbt_ms;
         hw.mem_eff *= step / (colocated_ms / 1e3);
@@ -193,7 +195,8 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     Acc& a = acc[std::string(ModeName(m.mode))];
     if (e_ttst.is_number()) a.ttst.push_back(std::abs(e_ttst.get<double>()));
     const bool tbt_is_input = (options.calibration == Calibration::kRecorded && m.mode == Mode::kColocated) ||
-                              (options.calibration == Calibration::kOwn && m.mode != Mode::kSmartgen);
+                              (options.calibration != Calibration::kPreset &&
+                               options.calibration != Calibration::kRecorded && m.mode != Mode::kSmartgen);
     if (e_tbt.is_number() && !tbt_is_input) a.tbt.push_back(std::abs(e_tbt.get<double>()));
     if (e_e2e.is_number()) a.e2e.push_back(std::abs(e_e2e.get<double>()));
     if (e_exact.is_number()) a.exact.push_back(std::abs(e_exact.get<double>()));
@@ -219,6 +222,7 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
   return nlohmann::json{
       {"calibration", options.calibration == Calibration::kRecorded ? "recorded"
                       : options.calibration == Calibration::kOwn    ? "own"
+                      : options.calibration == Calibration::kOwnAll ? "own-all"
                                                                     : "preset"},
       {"cpu", options.cpu.ToString()},
       {"selection_stats", options.replay_selection ? "replay (" + options.stats.name + " elsewhere)" : options.stats.name},

@@ -18,6 +18,8 @@
 //               token gaps (token_ms; for SmartGen, whose gaps hold its waits, colocated's of
 //               the same point as under kRecorded); TTST and time to exact stay predictions,
 //               the mean TBT of the dense modes becomes an input.
+//   kOwnAll   - kOwn with SmartGen's own gaps too (when colocated's run saw another load):
+//               its TBT is then partly an input, and its waits are counted twice.
 // Under kRecorded and kOwn a SmartGen record that carries its node's proactive budget is
 // simulated with that budget (the node sized it from its own estimate of the prefill, which
 // the load can make wrong), as proactive_ratio = kv_bytes / budget.
@@ -57,7 +59,7 @@ struct MeasuredRecord {
   double time_to_exact_ms = -1;  // -1 = not exact by the end
 };
 
-enum class Calibration { kPreset, kRecorded, kOwn };
+enum class Calibration { kPreset, kRecorded, kOwn, kOwnAll };
 
 struct ValidationOptions {
   Calibration calibration = Calibration::kRecorded;

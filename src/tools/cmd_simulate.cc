@@ -126,8 +126,10 @@ Status RunValidate(const SimulateCmdOptions& o) {
     v.calibration = sim::Calibration::kPreset;
   } else if (o.calibration == "own") {
     v.calibration = sim::Calibration::kOwn;
+  } else if (o.calibration == "own-all") {
+    v.calibration = sim::Calibration::kOwnAll;
   } else if (o.calibration != "recorded") {
-    return InvalidArgument("--calibration must be recorded, own or preset");
+    return InvalidArgument("--calibration must be recorded, own, own-all or preset");
   }
   SG_ASSIGN_OR_RETURN(nlohmann::json report, sim::Validate(records, v));
   if (!o.out.empty()) {
@@ -318,7 +320,7 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_option("--validate", o->validate,
                   "replay measured bench ttst records (JSONL files, a list) and compare")
       ->delimiter(',');
-  cmd->add_option("--calibration", o->calibration, "validation: recorded | own | preset")
+  cmd->add_option("--calibration", o->calibration, "validation: recorded | own | own-all | preset")
       ->capture_default_str();
   cmd->callback([o] {
     if (int rc = ReportStatus("simulate", RunSimulate(*o))) throw CLI::RuntimeError(rc);
