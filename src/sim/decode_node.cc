@@ -109,7 +109,12 @@ void DecodeNode::Fetch(SimRequest* r, int layer, double blocks) {
   Link* link = r->link;
   // The request crosses to the prefill node (one way), the blocks come back on the link.
   queue_->After(link->config().latency_s, [this, r, layer, blocks, bytes, step, link] {
-    link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks, step] {
+    if (r->finished()) {  // the request ended before its pull reached the prefill node
+      r->bytes[static_cast<int>(Path::kOnDemand)] -= bytes;
+      return;
+    }
+    // Recorded with the pushes: what is still queued when the request ends is cancelled.
+    const std::uint64_t id = link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks, step] {
       r->kv->Landed(layer, blocks);
       hooks_.kv_changed(r);
       if (step == steps_ && busy_) {
@@ -117,6 +122,7 @@ void DecodeNode::Fetch(SimRequest* r, int layer, double blocks) {
         if (layer == layer_) TryFinishLayer();
       }
     });
+    r->pushes.push_back({Path::kOnDemand, id});
   });
 }
 

@@ -52,7 +52,9 @@ struct SimRequest {
   double selected_blocks = 0;       // summed over steps and layers
   double absent_at_deadline = 0;    // selected blocks not present when the layer attended
   double cancelled_bytes = 0;       // pushed or speculative bytes never sent (request ended first)
-  std::vector<std::pair<Path, std::uint64_t>> pushes;  // SmartGen pushes (link transfer ids)
+  // SmartGen transfers of this request on its link (pushes, first step, on-demand pulls): what
+  // is still queued when it ends is cancelled, as the node's CancelRequest does.
+  std::vector<std::pair<Path, std::uint64_t>> pushes;
 
   std::array<double, static_cast<int>(Path::kCount)> bytes{};
   double full_kv_bytes = 0;

@@ -166,8 +166,8 @@ TEST(SimModes, FirstStepRunsOnThePrefillNodeAndPushesWhatTheLinkCarriesInTheWait
   EXPECT_GT(first, 0);
   EXPECT_LE(first, bps * spec.options.smartgen.first_wait_ms / 1e3 + 1);  // select::FirstStepBlocks
   EXPECT_DOUBLE_EQ(wo.bytes[static_cast<int>(Path::kFirstStep)], 0);
-  // Step 1 finds more of its selection on the node: less is fetched on demand at step 1.
-  EXPECT_LT(w.bytes[static_cast<int>(Path::kOnDemand)], wo.bytes[static_cast<int>(Path::kOnDemand)]);
+  // The steps find more of their selection on the node when they attend.
+  EXPECT_GT(RequestRecord(w)["present_share"].get<double>(), RequestRecord(wo)["present_share"].get<double>());
 }
 
 TEST(SimModes, FirstStepStartsDecodingAtTheFirstWaitWithProactiveBlocksStillOnTheLink) {
