@@ -182,9 +182,9 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call) {
     }
   }
   if (call.mode == TransferMode::kAuto) return InvalidArgument("mode 'auto' is resolved by the router");
-  std::optional<SmartgenOptions> options;
+  std::optional<select::SmartgenOptions> options;
   if (call.mode == TransferMode::kSmartgen) {
-    SG_ASSIGN_OR_RETURN(options, ParseSmartgenOptions(call.spec.options));
+    SG_ASSIGN_OR_RETURN(options, select::ParseSmartgenOptions(call.spec.options));
   }
   auto r = std::make_shared<DecodeRequest>(std::move(call), DeadlinesOf(config_));
   const std::uint64_t id = r->call.request_id;

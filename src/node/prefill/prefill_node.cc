@@ -11,6 +11,7 @@
 #include "node/common/transfer_metrics.h"
 #include "node/prefill/smartgen_prefill.h"
 #include "transfer/int8_wire.h"
+#include "select/path_sizing.h"
 
 namespace smartgen::node {
 
@@ -350,9 +351,9 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
     return OutOfRange("prompt of {} tokens does not fit the context length {}", call.spec.prompt.size(),
                       rt_.forward->max_context());
   }
-  SmartgenOptions sg_options;
+  select::SmartgenOptions sg_options;
   if (call.mode == TransferMode::kSmartgen) {
-    SG_ASSIGN_OR_RETURN(sg_options, ParseSmartgenOptions(call.spec.options));
+    SG_ASSIGN_OR_RETURN(sg_options, select::ParseSmartgenOptions(call.spec.options));
   }
   SG_ASSIGN_OR_RETURN(transfer::PeerId peer, PeerFor(call.decode_address, deadline));
   SG_ASSIGN_OR_RETURN(std::shared_ptr<PrefillKvStore::Entry> entry, store_.Add(id));
@@ -399,15 +400,8 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   if (call.mode == TransferMode::kSmartgen) {
     // The proactive set is what the link carries while the prefill runs (or a fixed R): the
     // rate the endpoint measured on this link, the configured one until it has measured.
-    std::int64_t budget = full_kv_bytes;
-    const double link_rate = LinkRate(peer);
-    if (sg_options.proactive_ratio > 0) {
-      budget = select::ProactiveBudgetForRatio(full_kv_bytes, sg_options.proactive_ratio);
-    } else if (link_rate > 0) {
-      budget = static_cast<std::int64_t>(
-          sg_options.proactive_fill *
-          static_cast<double>(select::ProactiveBudgetBytes(link_rate, EstimatePrefillSeconds(n_prompt))));
-    }
+    std::int64_t budget = select::ProactiveBudgetFor(sg_options, full_kv_bytes, LinkRate(peer),
+                                                     EstimatePrefillSeconds(n_prompt));
     if (sg_options.int8_wire && budget < full_kv_bytes) {
       // The budget is in native block bytes; int8 copies fit more blocks into the same bytes.
       budget = std::min<std::int64_t>(

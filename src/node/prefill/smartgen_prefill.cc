@@ -5,12 +5,13 @@
 #include <cstring>
 
 #include "node/common/control_messages.h"
+#include "select/path_sizing.h"
 
 namespace smartgen::node {
 
 SmartgenPrefill::SmartgenPrefill(std::uint64_t request_id, const model::ModelConfig& config,
                                  const kv::KvGeometry& geometry, std::int64_t n_prompt,
-                                 const SmartgenOptions& options, const select::Profile* profile,
+                                 const select::SmartgenOptions& options, const select::Profile* profile,
                                  std::int64_t budget_bytes, core::ThreadPool* pool)
     : request_id_(request_id),
       config_(config),
@@ -59,14 +60,7 @@ void SmartgenPrefill::ScoreFirstStep(int layer, const float* q, const kv::Sequen
   std::vector<float> scores;
   select::RequestScores(config_, kv, layer, n_prompt_, q, 1, &scores, pool_);
   const auto n_blocks = static_cast<std::int32_t>(budget_.grid.n_blocks);
-  const select::OnDemandOptions& od = options_.on_demand;
-  const std::int32_t k = std::min(
-      n_blocks,
-      options_.first_step_fraction > 0
-          ? std::max<std::int32_t>(1, static_cast<std::int32_t>(std::ceil(options_.first_step_fraction * n_blocks)))
-      : od.budget_blocks > 0
-          ? od.budget_blocks
-          : std::max(od.min_budget_blocks, static_cast<std::int32_t>(std::ceil(od.budget_fraction * n_blocks))));
+  const std::int32_t k = select::FirstStepBlocksPerHead(options_, n_blocks);
   std::vector<std::int32_t> order(n_blocks);
   for (int h = 0; h < config_.n_kv_heads; ++h) {
     for (std::int32_t b = 0; b < n_blocks; ++b) order[b] = b;

@@ -17,7 +17,7 @@
 #include "core/thread_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/model_config.h"
-#include "node/common/smartgen_options.h"
+#include "select/smartgen_options.h"
 #include "select/block_summary.h"
 #include "select/proactive.h"
 #include "select/profile.h"
@@ -31,7 +31,7 @@ class SmartgenPrefill {
   // `profile` may be null (fallback policy); borrowed for the object's life.
   SmartgenPrefill(std::uint64_t request_id, const model::ModelConfig& config,
                   const kv::KvGeometry& geometry, std::int64_t n_prompt,
-                  const SmartgenOptions& options, const select::Profile* profile,
+                  const select::SmartgenOptions& options, const select::Profile* profile,
                   std::int64_t budget_bytes, core::ThreadPool* pool);
 
   // The layer's post-RoPE queries of the whole prompt: keeps the last query_window rows.
@@ -65,13 +65,14 @@ class SmartgenPrefill {
   }
   const select::ProactiveBudget& budget() const { return budget_; }
   double first_wait_ms() const { return options_.first_wait_ms; }
+  const select::SmartgenOptions& options() const { return options_; }
   nlohmann::json Stats() const;
 
  private:
   std::uint64_t request_id_;
   const model::ModelConfig& config_;
   std::int64_t n_prompt_;
-  SmartgenOptions options_;
+  select::SmartgenOptions options_;
   const select::Profile* profile_;
   core::ThreadPool* pool_;  // for the request scores (the hook runs between forward passes)
   select::ProactiveBudget budget_;

@@ -1,5 +1,6 @@
 // Per-request options of the SmartGen mode (the `smartgen.options` object of a request, passed
-// to both nodes), with the defaults the paper's full system uses. The flags switch off paths for
+// to both nodes; the simulator, src/sim, reads the same struct from the same keys), with the
+// defaults the paper's full system uses. The flags switch off paths for
 // the paper's ablation: proactive only; + parallel on-demand; + speculative.
 //
 //   {"budget_fraction": 0.125, "budget_blocks": 0, "sink_blocks": 1, "local_blocks": 2, "hysteresis": 0.3,
@@ -19,12 +20,12 @@
 #include "select/proactive.h"
 #include "select/speculative.h"
 
-namespace smartgen::node {
+namespace smartgen::select {
 
 struct SmartgenOptions {
-  select::OnDemandOptions on_demand;   // selection budget per decode step
-  select::ProactiveOptions proactive;  // sinks/last blocks pushed during prefill
-  select::SpeculativePacing pacing;    // background stream pacing
+  OnDemandOptions on_demand;           // selection budget per decode step
+  ProactiveOptions proactive;          // sinks/last blocks pushed during prefill
+  SpeculativePacing pacing;            // background stream pacing
   bool fetch_on_demand = true;         // fetch missing selected blocks each step
   bool speculative = true;             // stream the rest until exact
   bool predict_next = true;            // request layer l+1's predicted blocks during layer l
@@ -79,4 +80,4 @@ struct SmartgenOptions {
 Result<SmartgenOptions> ParseSmartgenOptions(const nlohmann::json& j);
 nlohmann::json ToJson(const SmartgenOptions& o);
 
-}  // namespace smartgen::node
+}  // namespace smartgen::select

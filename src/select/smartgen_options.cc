@@ -1,6 +1,6 @@
-#include "node/common/smartgen_options.h"
+#include "select/smartgen_options.h"
 
-namespace smartgen::node {
+namespace smartgen::select {
 
 using nlohmann::json;
 
@@ -84,4 +84,4 @@ json ToJson(const SmartgenOptions& o) {
           {"max_fetch_blocks", o.max_fetch_blocks}};
 }
 
-}  // namespace smartgen::node
+}  // namespace smartgen::select
