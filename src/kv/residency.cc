@@ -24,8 +24,33 @@ bool Residency::MarkPresent(int layer, int head, std::int64_t block, BlockState*
       static_cast<std::uint8_t>(BlockState::kPresent), std::memory_order_acq_rel);
   if (previous) *previous = static_cast<BlockState>(prev);
   if (prev == static_cast<std::uint8_t>(BlockState::kPresent)) return false;
+  const bool counted = prev == static_cast<std::uint8_t>(BlockState::kApproximate);
+  if (counted) {
+    total_approximate_.fetch_sub(1, std::memory_order_acq_rel);
+  } else {
+    layer_present_[layer].fetch_add(1, std::memory_order_acq_rel);
+    total_present_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  { std::lock_guard<std::mutex> lock(mu_); }
+  cv_.notify_all();
+  return !counted;
+}
+
+bool Residency::MarkApproximate(int layer, int head, std::int64_t block, BlockState* previous) {
+  std::atomic<std::uint8_t>& s = At(layer, head, block);
+  std::uint8_t prev = s.load(std::memory_order_acquire);
+  do {
+    if (prev == static_cast<std::uint8_t>(BlockState::kPresent) ||
+        prev == static_cast<std::uint8_t>(BlockState::kApproximate)) {
+      if (previous) *previous = static_cast<BlockState>(prev);
+      return false;
+    }
+  } while (!s.compare_exchange_weak(prev, static_cast<std::uint8_t>(BlockState::kApproximate),
+                                    std::memory_order_acq_rel));
+  if (previous) *previous = static_cast<BlockState>(prev);
   layer_present_[layer].fetch_add(1, std::memory_order_acq_rel);
   total_present_.fetch_add(1, std::memory_order_acq_rel);
+  total_approximate_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(mu_);
   }
@@ -36,9 +61,13 @@ bool Residency::MarkPresent(int layer, int head, std::int64_t block, BlockState*
 void Residency::MarkAbsent(int layer, int head, std::int64_t block) {
   const std::uint8_t prev = At(layer, head, block).exchange(
       static_cast<std::uint8_t>(BlockState::kAbsent), std::memory_order_acq_rel);
-  if (prev == static_cast<std::uint8_t>(BlockState::kPresent)) {
+  if (prev == static_cast<std::uint8_t>(BlockState::kPresent) ||
+      prev == static_cast<std::uint8_t>(BlockState::kApproximate)) {
     layer_present_[layer].fetch_sub(1, std::memory_order_acq_rel);
     total_present_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  if (prev == static_cast<std::uint8_t>(BlockState::kApproximate)) {
+    total_approximate_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

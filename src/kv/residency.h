@@ -1,6 +1,8 @@
 // Residency: where each block of a sequence's prompt KV is on the decode node
 // (DESIGN.md section 3): ABSENT -> REQUESTED -> PRESENT, one atomic byte per
-// (layer, kv_head, block), plus per-layer and total present counts.
+// (layer, kv_head, block), plus per-layer and total present counts. APPROXIMATE is a block
+// held as a decoded int8 wire copy (transfer/int8_wire.h): usable by attention and counted as
+// present, but the sequence is exact only once every such block was replaced (MarkPresent).
 //
 // A block's payload is written before it is marked PRESENT (release), and a reader that sees
 // PRESENT (acquire) sees the payload. Marking is idempotent: a block that arrives twice (on
@@ -22,7 +24,12 @@
 
 namespace smartgen::kv {
 
-enum class BlockState : std::uint8_t { kAbsent = 0, kRequested = 1, kPresent = 2 };
+enum class BlockState : std::uint8_t {
+  kAbsent = 0,
+  kRequested = 1,
+  kPresent = 2,
+  kApproximate = 3
+};
 
 class Residency {
  public:
@@ -36,7 +43,12 @@ class Residency {
   BlockState state(int layer, int head, std::int64_t block) const {
     return static_cast<BlockState>(At(layer, head, block).load(std::memory_order_acquire));
   }
+  // Usable by attention: an exact or an approximate copy is here.
   bool present(int layer, int head, std::int64_t block) const {
+    const BlockState s = state(layer, head, block);
+    return s == BlockState::kPresent || s == BlockState::kApproximate;
+  }
+  bool exact(int layer, int head, std::int64_t block) const {
     return state(layer, head, block) == BlockState::kPresent;
   }
 
@@ -44,8 +56,12 @@ class Residency {
   bool MarkRequested(int layer, int head, std::int64_t block);
   // Any -> PRESENT; true the first time (counts), false for a duplicate. `previous`, when
   // given, receives the state before (kRequested: it arrived for an on-demand request).
+  // An approximate block becoming exact returns false (it already counted).
   bool MarkPresent(int layer, int head, std::int64_t block, BlockState* previous = nullptr);
-  // PRESENT/REQUESTED -> ABSENT (a rejected copy); the block must be fetched again.
+  // ABSENT/REQUESTED -> APPROXIMATE; true the first time (counts as present). A block already
+  // present in either form is left as it is (false).
+  bool MarkApproximate(int layer, int head, std::int64_t block, BlockState* previous = nullptr);
+  // PRESENT/APPROXIMATE/REQUESTED -> ABSENT (a rejected copy); the block must be fetched again.
   void MarkAbsent(int layer, int head, std::int64_t block);
   // Marks every block of every layer present (a node that computed the KV itself).
   void MarkAllPresent();
@@ -57,8 +73,12 @@ class Residency {
     return present_in_layer(layer) == n_blocks_ * n_kv_heads_;
   }
   std::int64_t present_total() const { return total_present_.load(std::memory_order_acquire); }
-  // Every block of every layer is present: the sequence is exact.
-  bool AllPresent() const { return present_total() == total_blocks(); }
+  // Of present_total(): blocks held approximately.
+  std::int64_t approximate_total() const {
+    return total_approximate_.load(std::memory_order_acquire);
+  }
+  // Every block of every layer is present exactly: the sequence is exact.
+  bool AllPresent() const { return present_total() == total_blocks() && approximate_total() == 0; }
 
   // Waits until `pred()` holds (checked after each MarkPresent/Wake), or the deadline.
   // kDeadlineExceeded on timeout; kCancelled after Cancel().
@@ -91,6 +111,7 @@ class Residency {
   std::unique_ptr<std::atomic<std::uint8_t>[]> states_;
   std::unique_ptr<std::atomic<std::int64_t>[]> layer_present_;
   std::atomic<std::int64_t> total_present_{0};
+  std::atomic<std::int64_t> total_approximate_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   bool cancelled_ = false;

@@ -70,6 +70,9 @@ class OnDemandSelector {
   // Share of the scored blocks chosen by Select that the same layer had not chosen the step
   // before (0 before two steps).
   double churn() const { return scored_ > 0 ? static_cast<double>(changed_) / static_cast<double>(scored_) : 0.0; }
+  // The counts behind churn(), summed over every Select since the second step of each layer.
+  std::int64_t scored_blocks() const { return scored_; }
+  std::int64_t changed_blocks() const { return changed_; }
 
  private:
   void SelectAll(LayerSelection* out) const;

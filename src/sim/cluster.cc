@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "select/auto_mode.h"
 #include "sim/decode_node.h"
 #include "sim/prefill_node.h"
 
@@ -28,7 +29,8 @@ class ClusterRun {
                             return n;
                           }};
     for (int i = 0; i < o.n_prefill; ++i) {
-      prefill_.push_back(std::make_unique<PrefillNode>(i, &queue_, &prefill_cost_, &spec_.options, ph));
+      prefill_.push_back(
+          std::make_unique<PrefillNode>(i, &queue_, &prefill_cost_, &spec_.options, &spec_.stats, ph));
     }
     DecodeNode::Hooks dh{[this](SimRequest* r) { Finished(r); },
                          [this](SimRequest* r) { KvChanged(r); }};
@@ -108,11 +110,10 @@ class ClusterRun {
     r->prefill_node = p;
     r->link = LinkFor(p, d);
     if (mode == Mode::kAuto) {
-      // node/router ResolveAuto: layerwise hides behind prefill when the link moves the KV
-      // at least as fast as prefill produces it.
-      const Seconds link_s = r->full_kv_bytes / r->link->bytes_per_second();
-      mode = link_s <= prefill_[p]->EstimatePrefill(r->prompt_tokens) ? Mode::kLayerwise
-                                                                         : Mode::kSmartgen;
+      // The router's rule (select/auto_mode.h), on the link's rate and the node's estimate.
+      const select::AutoDecision d = select::ChooseAutoMode(
+          r->full_kv_bytes, r->link->bytes_per_second(), prefill_[p]->EstimatePrefill(r->prompt_tokens) * 1e3);
+      mode = d.choice == select::AutoChoice::kLayerwise ? Mode::kLayerwise : Mode::kSmartgen;
     }
     r->mode = mode;
     prefill_[p]->Enqueue(r);
@@ -120,6 +121,21 @@ class ClusterRun {
 
   void KvProgress(SimRequest* r) {
     if (r->kv_ready >= 0 || !r->prefill_done_seen || r->pending_kv > 0) return;
+    // SmartGen with the first step starts first_wait_ms after PrefillDone at the latest, even
+    // with proactive blocks still on the link (node/decode SmartgenSession::Ready).
+    const bool first_step = r->mode == Mode::kSmartgen && spec_.options.smartgen.first_step;
+    if (r->pending_proactive > 0) {
+      if (!first_step) return;
+      if (!r->first_wait_over) {
+        if (r->first_wait_armed) return;
+        r->first_wait_armed = true;
+        queue_.After(spec_.options.smartgen.first_wait_ms / 1e3, [this, r] {
+          r->first_wait_over = true;
+          KvProgress(r);
+        });
+        return;
+      }
+    }
     r->kv_ready = queue_.now();
     if (r->mode != Mode::kSmartgen) r->exact = queue_.now();
     KvChanged(r);

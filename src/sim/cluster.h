@@ -4,8 +4,9 @@
 // The router sends each request to the prefill node with the least queued prefill work and
 // the decode node with the fewest requests, and resolves `auto` per request: layerwise when
 // the link moves the full KV within the node's prefill estimate, else smartgen (the rule of
-// node/router's ResolveAuto). A request's decode starts when its mode's condition holds:
-// full/layerwise every byte, smartgen the summaries and proactive set, plus PrefillDone.
+// node/router's ResolveAuto, select/auto_mode.h). A request's decode starts when its mode's
+// condition holds: full/layerwise every byte, smartgen the summaries and proactive set - or,
+// with the first step, first_wait_ms after PrefillDone - plus PrefillDone.
 //
 // Thread-safety: RunCluster is a pure function of its arguments (one simulation per call).
 #pragma once

@@ -49,6 +49,10 @@ class CostModel {
   Seconds SelectCost(std::int64_t n_blocks) const;
   // Extra time of the first step after a KV cache of `bytes` was written (first touch).
   Seconds FirstTouch(double kv_bytes) const;
+  // SmartGen's first decode step on the prefill node: a copy of the prompt's KV into fresh
+  // blocks (first-touch writes) and one decode step over it (its exact attention ranks the
+  // blocks; node/prefill/first_step.cc).
+  Seconds FirstStepOnPrefill(std::int64_t n_prompt, double kv_bytes) const;
 
  private:
   Seconds Roofline(double flops, double bytes) const;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "select/path_sizing.h"
+
 namespace smartgen::sim {
 
 DecodeNode::DecodeNode(int index, EventQueue* queue, const CostModel* cost,
@@ -67,6 +69,8 @@ void DecodeNode::StartStep() {
   if (batch_.empty()) return;
   busy_ = true;
   ++steps_;
+  step_start_ = queue_->now();
+  step_stall_ = 0;
   members_.clear();
   step_extra_ = cost_->DecodeOutput(static_cast<int>(batch_.size()));
   bool any_selective = false;
@@ -105,7 +109,12 @@ void DecodeNode::Fetch(SimRequest* r, int layer, double blocks) {
   Link* link = r->link;
   // The request crosses to the prefill node (one way), the blocks come back on the link.
   queue_->After(link->config().latency_s, [this, r, layer, blocks, bytes, step, link] {
-    link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks, step] {
+    if (r->finished()) {  // the request ended before its pull reached the prefill node
+      r->bytes[static_cast<int>(Path::kOnDemand)] -= bytes;
+      return;
+    }
+    // Recorded with the pushes: what is still queued when the request ends is cancelled.
+    const std::uint64_t id = link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks, step] {
       r->kv->Landed(layer, blocks);
       hooks_.kv_changed(r);
       if (step == steps_ && busy_) {
@@ -113,6 +122,7 @@ void DecodeNode::Fetch(SimRequest* r, int layer, double blocks) {
         if (layer == layer_) TryFinishLayer();
       }
     });
+    r->pushes.push_back({Path::kOnDemand, id});
   });
 }
 
@@ -120,11 +130,13 @@ void DecodeNode::StartLayer(int layer) {
   layer_ = layer;
   ++layer_id_;
   compute_done_ = deadline_passed_ = false;
+  layer_start_ = queue_->now();
   const ModelShape& s = cost_->shape();
   const SmartgenSimOptions& o = options_->smartgen;
   const bool predict = o.predict_next && stats_->predictor_hit >= 0.5;
   double attended = 0;
   Seconds select_cost = 0;
+  Seconds bound = 0;  // the longest wait any member's session allows this layer
   for (std::size_t i = 0; i < members_.size(); ++i) {
     SimRequest* r = members_[i].r;
     const std::int64_t ctx = r->prompt_tokens + r->decode_steps;
@@ -136,38 +148,47 @@ void DecodeNode::StartLayer(int layer) {
     // Selected already when layer - 1 predicted it.
     const bool predicted = predicted_[i][layer].selected > 0;
     const LayerDemand d = predicted ? predicted_[i][layer] : r->kv->Select(layer, step, *stats_);
-    attended += d.selected / s.n_kv_heads * options_->block_tokens + r->decode_steps;
+    // attend_present: every block present (the selection decides only what is fetched);
+    // else the selected ones (what lands in time is merged: counted as selected).
+    const double blocks = o.attend_present ? std::max(r->kv->present(layer), d.selected - d.absent) : d.selected;
+    const double local_tokens = blocks / s.n_kv_heads * options_->block_tokens + r->decode_steps;
+    attended += local_tokens;
     select_cost += cost_->SelectCost(r->kv->n_prompt_blocks());
     r->selected_blocks += d.selected;
     if (!o.fetch_on_demand) {
       r->absent_at_deadline += d.absent;
       continue;
     }
-    double want = r->kv->wanted(layer);
-    if (o.wait == WaitPolicy::kBounded) {
-      // What the link carries by the deadline (the layer's compute x factor + slack).
-      const Seconds window = cost_->DecodeLayer(static_cast<int>(members_.size()), 0) * o.wait_factor +
-                             o.wait_slack_s;
-      want = std::min(want, r->link->bytes_per_second() * window / r->block_bytes);
-    }
-    Fetch(r, layer, want);
+    // The node's fetch cap: what the link brings in about two steps, per layer.
+    const double cap = static_cast<double>(select::FetchCapBlocks(
+        o, r->link->bytes_per_second(), r->step_ms, r->block_bytes, s.n_layers));
+    Fetch(r, layer, std::min(r->kv->wanted(layer), cap));
     if (predict && layer + 1 < s.n_layers && r->kv->selective(layer + 1)) {
       // Layer l+1's blocks that layer l's choice predicts, requested now.
       const LayerDemand next = r->kv->Select(layer + 1, step, *stats_);
       predicted_[i][layer + 1] = next;
-      Fetch(r, layer + 1, next.to_fetch * stats_->predictor_hit);
+      Fetch(r, layer + 1, std::min(next.to_fetch * stats_->predictor_hit, cap));
     }
+    // The node's wait bound: its share of the step, or the layer's own attention time.
+    const Seconds local_attention = cost_->DecodeLayer(1, local_tokens) - cost_->DecodeLayer(1, 0);
+    Seconds b = select::LayerWaitBoundMs(o, r->step_compute_ms, local_attention * 1e3, s.n_layers) / 1e3;
+    // The first step waits for the prefill node's blocks until first_wait_ms after PrefillDone.
+    if (step == 1 && o.first_step && r->prefill_done_at >= 0) {
+      b = std::max(b, r->prefill_done_at + o.first_wait_ms / 1e3 - queue_->now());
+    }
+    bound = std::max(bound, b);
   }
   const Seconds compute =
       cost_->DecodeLayer(static_cast<int>(members_.size()), attended) + select_cost;
+  layer_compute_ = compute;
   const std::uint64_t id = layer_id_;
   queue_->After(compute, [this, id] {
     if (id != layer_id_) return;
     compute_done_ = true;
     TryFinishLayer();
   });
-  if (o.wait == WaitPolicy::kBounded) {
-    queue_->After(compute * o.wait_factor + o.wait_slack_s, [this, id] {
+  if (bound * 1e3 < kWaitUntilLandedMs) {  // else: until every fetch landed
+    queue_->After(compute + bound, [this, id] {
       if (id != layer_id_) return;
       deadline_passed_ = true;
       TryFinishLayer();
@@ -184,6 +205,7 @@ void DecodeNode::TryFinishLayer() {
 void DecodeNode::FinishLayer() {
   const int layer = layer_;
   ++layer_id_;  // stale timers of this layer are ignored from here on
+  step_stall_ += std::max(0.0, queue_->now() - layer_start_ - layer_compute_);
   for (const Member& m : members_) {
     if (m.selective && m.r->kv->selective(layer)) m.r->absent_at_deadline += m.r->kv->in_flight(layer);
   }
@@ -196,6 +218,13 @@ void DecodeNode::FinishLayer() {
 
 void DecodeNode::EndStep() {
   const Seconds now = queue_->now();
+  // The session's step figures (EWMA 0.8 / 0.2, as node/decode SmartgenSession keeps them).
+  const double step_ms = (now - step_start_) * 1e3, own_ms = std::max(0.0, step_ms - step_stall_ * 1e3);
+  for (const Member& m : members_) {
+    SimRequest* r = m.r;
+    r->step_ms = r->step_ms == 0 ? step_ms : 0.8 * r->step_ms + 0.2 * step_ms;
+    r->step_compute_ms = r->step_compute_ms == 0 ? own_ms : 0.8 * r->step_compute_ms + 0.2 * own_ms;
+  }
   std::vector<SimRequest*> still;
   for (SimRequest* r : batch_) {
     r->tokens.push_back(now);

@@ -4,17 +4,16 @@
 // far as their KV fits the device memory next to the weights) and, for colocated requests,
 // runs their prefill itself first (a prefill stalls the batch, as without chunked prefill).
 // A step runs the layers in order; layer time = CostModel::DecodeLayer over the batch (dense
-// sequences read all their KV, SmartGen sequences that are not exact read their selected
-// blocks and score their summaries). A SmartGen sequence that is not exact selects per layer
-// (SmartgenKv::Select) and fetches what is missing in one on-demand batch on its link, after
-// the request's one-way trip to the prefill node; with next-layer prediction (predict_next and
+// sequences read all their KV; SmartGen sequences that are not exact read, with attend_present
+// (the default), every block present, else their selected blocks, and score their summaries).
+// A SmartGen sequence that is not exact selects per layer (SmartgenKv::Select) and fetches what
+// is missing, at most select::FetchCapBlocks, in one on-demand batch on its link, after the
+// request's one-way trip to the prefill node; with next-layer prediction (predict_next and
 // SelectionStats::predictor_hit >= 0.5) that share of layer l+1's fetch is posted at layer l.
-// The layer ends when its compute is done and
-//   WaitPolicy::kUntilLanded - every fetch of the layer landed;
-//   WaitPolicy::kBounded     - every fetch landed or the deadline (compute x wait_factor +
-//                              wait_slack_s, from the layer's start) passed; the fetch is capped
-//                              at what the link carries by then. Late blocks land later and
-//                              are used from that step on.
+// The layer ends when its compute is done and every fetch of the layer landed, or when the
+// node's wait bound (select::LayerWaitBoundMs on the request's step figures; the first step
+// until first_wait_ms after PrefillDone) has passed beyond the compute. Late blocks land later
+// and are used from that step on. wait_bound_ms >= kWaitUntilLandedMs: until landed.
 // At the end of a step every sequence in the batch emits a token. The first step of a
 // sequence pays CostModel::FirstTouch over its KV.
 //
@@ -84,6 +83,8 @@ class DecodeNode {
   std::vector<int> outstanding_;     // [n_layers] fetches of this step not landed
   std::vector<std::vector<LayerDemand>> predicted_;  // [member][layer] selected by prediction
   bool compute_done_ = false, deadline_passed_ = false;
+  Seconds step_start_ = 0, step_stall_ = 0;      // the running step's start and link waits
+  Seconds layer_start_ = 0, layer_compute_ = 0;  // the running layer's
 };
 
 }  // namespace smartgen::sim

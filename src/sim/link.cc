@@ -13,6 +13,7 @@ std::string_view PathName(Path p) {
   switch (p) {
     case Path::kControl: return "control";
     case Path::kOnDemand: return "on_demand";
+    case Path::kFirstStep: return "first_step";
     case Path::kSummary: return "summary";
     case Path::kProactive: return "proactive";
     case Path::kFull: return "full";
@@ -26,21 +27,24 @@ std::string_view PathName(Path p) {
 int PriorityOf(Path p) {
   switch (p) {
     case Path::kControl:
+    case Path::kSummary:
+    case Path::kFirstStep:
     case Path::kOnDemand: return 0;
     case Path::kSpeculative: return 2;
     default: return 1;
   }
 }
 
-double EngineFrameBytes(double gbps) {
-  const double bucket = std::max(64.0 * 1024, 0.005 * gbps * 1e9 / 8);
-  return std::min(1024.0 * 1024, bucket / 4);
-}
+double EngineBucketBytes(double gbps) { return std::max(64.0 * 1024, 0.005 * gbps * 1e9 / 8); }
+
+double EngineFrameBytes(double gbps) { return std::min(1024.0 * 1024, EngineBucketBytes(gbps) / 4); }
 
 Link::Link(EventQueue* queue, const LinkConfig& config, std::string name)
     : queue_(queue), config_(config), name_(std::move(name)),
       bytes_per_s_(config.gbps * 1e9 / 8),
-      frame_bytes_(config.frame_bytes > 0 ? config.frame_bytes : EngineFrameBytes(config.gbps)) {}
+      frame_bytes_(config.frame_bytes > 0 ? config.frame_bytes : EngineFrameBytes(config.gbps)),
+      bucket_(config.burst_bytes < 0 ? EngineBucketBytes(config.gbps) : config.burst_bytes),
+      credit_(bucket_) {}
 
 std::uint64_t Link::Send(Path path, double bytes, Callback on_arrive, double frame_bytes) {
   const std::uint64_t id = next_id_++;
@@ -96,12 +100,26 @@ void Link::Advance() {
 void Link::StartNext() {
   for (auto& q : queues_) {
     if (q.empty()) continue;
+    const bool from_idle = !busy_run_;
     current_ = std::move(q.front());
     q.pop_front();
     run_start_ = queue_->now();
+    if (bucket_ > 0 && from_idle) {
+      // The bucket refilled while the link was idle: that much leaves at once.
+      credit_ = std::min(bucket_, credit_ + (run_start_ - idle_since_) * bytes_per_s_);
+    }
+    if (credit_ > 0) {
+      const double burst = std::min(credit_, current_->remaining);
+      current_->remaining -= burst;
+      bytes_[static_cast<int>(current_->path)] += burst;
+      credit_ -= burst;
+    }
+    busy_run_ = true;
     ScheduleWake(run_start_ + current_->remaining / bytes_per_s_);
     return;
   }
+  if (busy_run_) idle_since_ = queue_->now();
+  busy_run_ = false;
 }
 
 void Link::ScheduleWake(Seconds t) {

@@ -27,7 +27,8 @@ namespace smartgen::sim {
 enum class Path : int {
   kControl = 0,   // requests for blocks, PrefillDone: tiny, highest class
   kOnDemand,      // decode-step fetches
-  kSummary,       // SmartGen block summaries (pushed with the proactive set)
+  kFirstStep,     // SmartGen: the prefill node's first-step blocks, at on-demand priority
+  kSummary,       // SmartGen block summaries (control messages, like the node's)
   kProactive,     // SmartGen proactive blocks
   kFull,          // full mode: whole KV after prefill
   kLayerwise,     // layerwise mode: each layer when computed
@@ -35,14 +36,22 @@ enum class Path : int {
   kCount
 };
 std::string_view PathName(Path p);
-// 0 = most urgent. Control and on-demand 0, summaries/proactive/full/layerwise 1, speculative 2.
+// 0 = most urgent. Control, summaries, on-demand and first step 0, proactive/full/layerwise 1,
+// speculative 2.
 int PriorityOf(Path p);
 
 struct LinkConfig {
   double gbps = 25;           // line rate, 1e9 bit/s
   Seconds latency_s = 0;      // one way
   double frame_bytes = 0;     // preemption granularity; 0 = the engine's rule (EngineFrameBytes)
+  // A token bucket's burst: bytes an idle link sends at once before the rate applies (the
+  // engine's shaping starts full and refills at the rate while idle, transfer/rate_limiter.h).
+  // 0 = none (a physical link at line rate); < 0 = the engine's rule (EngineBucketBytes).
+  double burst_bytes = 0;
 };
+
+// The engine's token bucket: max(64 KiB, 5 ms at the rate).
+double EngineBucketBytes(double gbps);
 
 // The engine's frame: a quarter of the rate limiter's bucket (max(64 KiB, 5 ms at the rate)),
 // at most max_frame_bytes (1 MiB) (transfer/rate_limiter.h, transfer/endpoint.h).
@@ -103,6 +112,9 @@ class Link {
   std::uint64_t next_id_ = 1;
   std::array<double, static_cast<int>(Path::kCount)> bytes_{};
   Seconds busy_ = 0;
+  double bucket_ = 0, credit_ = 0;  // burst size; tokens left when the link last went idle
+  Seconds idle_since_ = 0;
+  bool busy_run_ = false;           // sending (or between transfers of one busy period)
 };
 
 }  // namespace smartgen::sim

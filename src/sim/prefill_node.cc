@@ -3,14 +3,16 @@
 #include <algorithm>
 
 #include "kv/kv_geometry.h"
+#include "select/path_sizing.h"
 #include "select/proactive.h"
 #include "select/speculative.h"
 
 namespace smartgen::sim {
 
 PrefillNode::PrefillNode(int index, EventQueue* queue, const CostModel* cost,
-                         const ClusterOptions* options, Hooks hooks)
-    : index_(index), queue_(queue), cost_(cost), options_(options), hooks_(std::move(hooks)) {}
+                         const ClusterOptions* options, const SelectionStats* stats, Hooks hooks)
+    : index_(index), queue_(queue), cost_(cost), options_(options), stats_(stats),
+      hooks_(std::move(hooks)) {}
 
 void PrefillNode::Enqueue(SimRequest* r) {
   fifo_.push_back(r);
@@ -43,16 +45,10 @@ void PrefillNode::PlanSmartgen(SimRequest* r) {
   const SmartgenSimOptions& o = options_->smartgen;
   const std::int64_t n = r->prompt_tokens;
   // The proactive set: what the link carries while prefill runs (node/prefill/prefill_node).
-  double budget = r->full_kv_bytes;
-  if (o.proactive_ratio > 0) {
-    budget = static_cast<double>(select::ProactiveBudgetForRatio(
-        static_cast<std::int64_t>(r->full_kv_bytes), o.proactive_ratio));
-  } else {
-    double rate = r->link->bytes_per_second();
-    if (o.proactive_rate_share && hooks_.link_prefills) rate /= std::max(1, hooks_.link_prefills(r->link));
-    budget = o.proactive_fill *
-             static_cast<double>(select::ProactiveBudgetBytes(rate, EstimatePrefill(n)));
-  }
+  double rate = r->link->bytes_per_second();
+  if (o.proactive_rate_share && hooks_.link_prefills) rate /= std::max(1, hooks_.link_prefills(r->link));
+  double budget = static_cast<double>(select::ProactiveBudgetFor(
+      o, static_cast<std::int64_t>(r->full_kv_bytes), rate, EstimatePrefill(n)));
   // Sliding-window layers are small and go whole; the rest is planned by the select policy.
   summary_bytes_.assign(shape.n_layers, 0);
   proactive_bytes_.assign(shape.n_layers, 0);
@@ -86,16 +82,41 @@ void PrefillNode::PlanSmartgen(SimRequest* r) {
 }
 
 void PrefillNode::Push(SimRequest* r, Path path, double bytes, bool start_condition) {
-  if (start_condition) ++r->pending_kv;
+  // Proactive blocks hold the start only until the first-step wait ends (kv_progress).
+  int* pending = path == Path::kProactive ? &r->pending_proactive : &r->pending_kv;
+  if (start_condition) ++*pending;
   r->bytes[static_cast<int>(path)] += bytes;
   // Proactive blocks are ranked and scattered: runs of about one block per frame.
   const double frame = path == Path::kProactive ? r->block_bytes : 0;
-  r->link->Send(path, bytes, [this, r, start_condition] {
+  const std::uint64_t id = r->link->Send(path, bytes, [this, r, start_condition, pending] {
     if (start_condition) {
-      --r->pending_kv;
+      --*pending;
       hooks_.kv_progress(r);
     }
   }, frame);
+  // SmartGen requests can end before their pushes land (decoding starts at the first-step
+  // wait): what is still queued then is cancelled with the stream (StopStream).
+  if (r->mode == Mode::kSmartgen) r->pushes.push_back({path, id});
+}
+
+void PrefillNode::PushFirstStep(SimRequest* r) {
+  const ModelShape& s = cost_->shape();
+  const SmartgenSimOptions& o = options_->smartgen;
+  const double cap = static_cast<double>(select::FirstStepBlocks(
+      o, r->link->bytes_per_second(), r->block_bytes, s.n_layers, s.n_kv_heads));
+  if (r->kv->PlanFirstStep(*stats_, cap) <= 0) return;
+  // Rank-interleaved across layers: what lands first serves every layer; one transfer per layer
+  // in layer order is the simulator's version (the decode node's layers run in that order).
+  for (int l = 0; l < s.n_layers; ++l) {
+    const double blocks = r->kv->first_step(l);
+    if (blocks <= 0) continue;
+    r->bytes[static_cast<int>(Path::kFirstStep)] += blocks * r->block_bytes;
+    const std::uint64_t id = r->link->Send(Path::kFirstStep, blocks * r->block_bytes, [this, r, l, blocks] {
+      r->kv->Landed(l, blocks);
+      hooks_.kv_changed(r);
+    }, r->block_bytes);
+    r->pushes.push_back({Path::kFirstStep, id});
+  }
 }
 
 void PrefillNode::RunLayer(SimRequest* r, int layer) {
@@ -124,18 +145,27 @@ void PrefillNode::RunLayer(SimRequest* r, int layer) {
       RunLayer(r, layer + 1);
       return;
     }
-    // Prefill done: token 1 to the client, the KV of full mode, PrefillDone, the stream.
+    // Prefill done: the KV of full mode; SmartGen's first step (one decode step on a copy of
+    // the KV, node/prefill/first_step.cc) before token 1; then PrefillDone (token 1 to the
+    // client at once), the first step's blocks at on-demand priority, the stream.
     r->prefill_end = queue_->now();
-    r->tokens.push_back(queue_->now());
     if (r->mode == Mode::kFull) Push(r, Path::kFull, r->full_kv_bytes, true);
-    ++r->pending_kv;
-    r->link->Send(Path::kControl, 64, [this, r] {
-      r->prefill_done_seen = true;
-      --r->pending_kv;
-      hooks_.kv_progress(r);
+    const bool first_step = r->mode == Mode::kSmartgen && options_->smartgen.first_step;
+    const Seconds t_first = first_step ? cost_->FirstStepOnPrefill(r->prompt_tokens, r->full_kv_bytes) : 0;
+    queue_->After(t_first, [this, r, first_step] {
+      r->tokens.push_back(queue_->now());
+      ++r->pending_kv;
+      // Control frames overtake data: PrefillDone goes before the first step's blocks.
+      r->link->Send(Path::kControl, 64, [this, r] {
+        r->prefill_done_seen = true;
+        r->prefill_done_at = queue_->now();
+        --r->pending_kv;
+        hooks_.kv_progress(r);
+      });
+      if (first_step) PushFirstStep(r);
+      if (r->mode == Mode::kSmartgen && options_->smartgen.speculative) PostSpeculative(r);
+      StartNext();
     });
-    if (r->mode == Mode::kSmartgen && options_->smartgen.speculative) PostSpeculative(r);
-    StartNext();
   });
 }
 
@@ -164,6 +194,13 @@ void PrefillNode::PostSpeculative(SimRequest* r) {
 }
 
 void PrefillNode::StopStream(SimRequest* r) {
+  // Pushes still queued or on the wire (the node's CancelRequest drops them too).
+  for (const auto& [path, id] : r->pushes) {
+    const double unsent = r->link->Cancel(id);
+    r->bytes[static_cast<int>(path)] -= unsent;
+    r->cancelled_bytes += unsent;
+  }
+  r->pushes.clear();
   if (r->kv == nullptr) return;
   double never = r->kv->speculative_remaining() * r->block_bytes;
   if (r->spec_transfer != 0) {

@@ -8,6 +8,9 @@
 //                prefill estimate); after prefill, the speculative stream: one batch on the
 //                wire at a time, select::SpeculativeBytesForStep of what is left, capped at
 //                speculative_batch_s of link time (as node/prefill/speculative_sender does).
+// With first_step (the default), SmartGen then runs the first decode step here
+// (CostModel::FirstStepOnPrefill) and, after PrefillDone, pushes the absent part of step 1's
+// selection at on-demand priority, as many blocks as select::FirstStepBlocks allows.
 // Then PrefillDone (token 1) on the control class; token 1 goes to the client at once.
 //
 // Thread-safety: none. Borrowed pointers (queue, cost, options, requests) outlive the node.
@@ -35,7 +38,7 @@ class PrefillNode {
   };
 
   PrefillNode(int index, EventQueue* queue, const CostModel* cost, const ClusterOptions* options,
-              Hooks hooks);
+              const SelectionStats* stats, Hooks hooks);
 
   // `r` has its mode (not auto), link and decode node set.
   void Enqueue(SimRequest* r);
@@ -55,11 +58,13 @@ class PrefillNode {
   void PlanSmartgen(SimRequest* r);
   void PostSpeculative(SimRequest* r);
   void Push(SimRequest* r, Path path, double bytes, bool start_condition);
+  void PushFirstStep(SimRequest* r);
 
   int index_;
   EventQueue* queue_;
   const CostModel* cost_;
   const ClusterOptions* options_;
+  const SelectionStats* stats_;
   Hooks hooks_;
   std::deque<SimRequest*> fifo_;
   SimRequest* running_ = nullptr;

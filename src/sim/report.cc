@@ -125,7 +125,7 @@ nlohmann::json Summarize(const SimResult& result, const Slo& slo) {
     if (bytes[p] > 0) by_path[std::string(PathName(static_cast<Path>(p)))] = bytes[p];
   }
   j["bytes_by_path"] = by_path;
-  j["cancelled_speculative_bytes"] = cancelled;
+  j["cancelled_bytes"] = cancelled;  // SmartGen pushes and stream bytes that never crossed
   nlohmann::json links = nlohmann::json::array();
   for (const LinkStats& l : result.links) {
     nlohmann::json lb = nlohmann::json::object();

@@ -1,7 +1,7 @@
 // Report: what a simulation run measured, as JSON: TTFT, TTST, TBT (every gap of tokens 2..n,
 // pooled) and per-request mean TBT, end-to-end and time to exact distributions (mean, p50,
-// p90, p99, max, in ms), bytes per path (summed over requests; cancelled speculative bytes
-// apart), bytes per link and path, link utilisation (busy time / run length), and goodput
+// p90, p99, max, in ms), bytes per path (summed over requests; cancelled_bytes apart: SmartGen
+// pushes and stream bytes that never crossed because the request ended first), bytes per link and path, link utilisation (busy time / run length), and goodput
 // under an SLO: completed requests per second whose TTFT, TTST and mean TBT all meet it.
 // Definitions follow DESIGN.md section 8 (time to exact from arrival).
 //

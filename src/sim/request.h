@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "sim/link.h"
@@ -34,7 +35,11 @@ struct SimRequest {
 
   // Start condition bookkeeping: KV transfers (or proactive pushes) not landed yet.
   int pending_kv = 0;
+  int pending_proactive = 0;       // SmartGen proactive pushes not landed
   bool prefill_done_seen = false;  // PrefillDone (token 1) reached the decode node
+  Seconds prefill_done_at = -1;    // when it did
+  bool first_wait_armed = false;   // SmartGen first step: the first_wait_ms timer runs
+  bool first_wait_over = false;    // first_wait_ms has passed since PrefillDone
 
   // SmartGen.
   std::unique_ptr<SmartgenKv> kv;
@@ -42,9 +47,14 @@ struct SimRequest {
   std::uint64_t spec_transfer = 0;  // the speculative batch on the wire (0 = none)
   double spec_blocks_in_flight = 0;
   double block_bytes = 0;
+  double step_ms = 0;               // EWMA of this request's decode steps (the node's figure)
+  double step_compute_ms = 0;       // the same less the link waits (what the wait bound scales)
   double selected_blocks = 0;       // summed over steps and layers
   double absent_at_deadline = 0;    // selected blocks not present when the layer attended
-  double cancelled_bytes = 0;       // speculative bytes never sent (request ended first)
+  double cancelled_bytes = 0;       // pushed or speculative bytes never sent (request ended first)
+  // SmartGen transfers of this request on its link (pushes, first step, on-demand pulls): what
+  // is still queued when it ends is cancelled, as the node's CancelRequest does.
+  std::vector<std::pair<Path, std::uint64_t>> pushes;
 
   std::array<double, static_cast<int>(Path::kCount)> bytes{};
   double full_kv_bytes = 0;

@@ -14,12 +14,15 @@
 //   - predictor_hit: share of layer l+1's new blocks that layer l's choice predicts; the decode
 //     node fetches those one layer early when it is at least 0.5 (the node's rule).
 //
-// "random-weights" is fitted to the one recorded per-step trace (docs/RESULTS.md, SmartGen at
-// R = 4, 4096 tokens, SmolLM2-135M shape with random weights: on-demand ratio 0.548 at step 1,
-// 0.091 at step 2, 0.01-0.014 by step 60, 0.033 over the request, 27.4 MB fetched on demand)
-// and then checked across the whole sweep (sim validate). "trained" is an assumption for
-// models with trained weights (steadier selections, next-layer predictor hit 0.74 as measured
-// on stories260K); no per-step trace of a trained model through the serving path exists yet.
+// "random-weights-2026-11-30" is fitted to the per-step trace of the node before issue 15 (no
+// selection hysteresis; docs/RESULTS.md, SmartGen at R = 4, 4096 tokens, SmolLM2-135M shape
+// with random weights: on-demand ratio 0.548 at step 1, 0.091 at step 2, 0.01-0.014 by step
+// 60, 0.033 over the request, 27.4 MB fetched on demand). "random-weights" is the node now
+// (hysteresis 0.3): the same step-1 lift, and the churn the 2026-12-01 sweep recorded
+// (selection_churn 0.004-0.0065 per step, next-layer predictor hit 0.06-0.14). "trained" is
+// an assumption for models with trained weights (predictor hit 0.74 as measured on
+// stories260K). Replay: SelectionStatsFromRecord takes a bench ttst record's own per-step
+// churn and predictor hit rate (selection_churn_per_step, prediction_hit_rate).
 //
 // Thread-safety: plain data.
 #pragma once
@@ -27,6 +30,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/result.h"
 
@@ -38,6 +44,8 @@ struct SelectionStats {
   double churn_step2 = 0.1125;
   double churn_decay = 0.51;
   double predictor_hit = 0.125;
+  // Replayed: the recorded churn of steps 1, 2, ... (index step - 1); beyond it the model.
+  std::vector<double> churn_per_step;
   std::string source;
 
   // Share of the score-selected blocks that are new at decode step `step` (1 = token 2).
@@ -47,6 +55,10 @@ struct SelectionStats {
 };
 
 Result<SelectionStats> SelectionStatsByName(std::string_view name);
+// `base` with what a bench ttst record measured: selection_churn_per_step (replayed step by
+// step), selection_churn (the churn after the recorded steps), prediction_hit_rate.
+// kNotFound when the record has none of them.
+Result<SelectionStats> SelectionStatsFromRecord(const nlohmann::json& record, const SelectionStats& base);
 std::span<const std::string_view> SelectionStatsNames();
 
 }  // namespace smartgen::sim

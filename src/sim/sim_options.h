@@ -1,8 +1,7 @@
-// Options of a simulated cluster: transfer mode, SmartGen's options, decode wait policy,
-// cluster shape and link topology. SmartGen's options are the select layer's own structs
-// (select::OnDemandOptions, ProactiveOptions, SpeculativePacing) with the node's defaults, and
-// ParseSmartgenSimOptions reads the same JSON keys as a request's `smartgen.options`
-// (node/common/smartgen_options.h), plus the simulator's wait policy.
+// Options of a simulated cluster: transfer mode, SmartGen's options, cluster shape and link
+// topology. SmartGen's options ARE the nodes' (select::SmartgenOptions, read by
+// select::ParseSmartgenOptions from the same JSON keys as a request's `smartgen.options`), plus
+// two of the simulator's own.
 //
 // Thread-safety: plain data.
 #pragma once
@@ -14,9 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
-#include "select/on_demand.h"
-#include "select/proactive.h"
-#include "select/speculative.h"
+#include "select/smartgen_options.h"
 #include "sim/link.h"
 
 namespace smartgen::sim {
@@ -25,41 +22,29 @@ enum class Mode { kColocated, kFull, kLayerwise, kSmartgen, kAuto };
 Result<Mode> ParseMode(std::string_view name);
 std::string_view ModeName(Mode m);
 
-// How long a decode layer waits for its on-demand fetch (DESIGN.md section 4.2).
-enum class WaitPolicy {
-  kUntilLanded,  // until every fetched block landed (what the measured sweep ran)
-  kBounded,      // until its own compute time x wait_factor + wait_slack_s; late blocks are
-                 // left out of this step and used from the step they land in (issue 15)
-};
-
-struct SmartgenSimOptions {
-  select::OnDemandOptions on_demand;
-  select::ProactiveOptions proactive;
-  select::SpeculativePacing pacing;
-  bool fetch_on_demand = true;
-  bool speculative = true;
-  bool predict_next = true;
-  double proactive_ratio = 0;   // > 0: size the proactive set for this R instead of the link
-  double proactive_fill = 0.85; // share of the link's capacity during prefill
+struct SmartgenSimOptions : select::SmartgenOptions {
   // What-if (not what the node does today): size the proactive set for the share of the link
   // this request gets, the rate divided by the prefills pushing on the same link when it
-  // starts, as a node that measures its link rate would (issue 15). false = configured rate.
+  // starts. false = the link's rate (what a node that measured its link alone sees).
   bool proactive_rate_share = false;
-  int query_window = 32;        // last prompt queries scoring blocks (prefill-side cost)
-  WaitPolicy wait = WaitPolicy::kUntilLanded;
-  double wait_factor = 1.0;     // bounded: x the layer's own compute time
-  Seconds wait_slack_s = 50e-6;
   // The speculative sender caps a batch at this much link time (SpeculativeSender).
   Seconds speculative_batch_s = 0.1;
 };
 
-// Keys: budget_fraction, budget_blocks, sink_blocks, local_blocks, on_demand, speculative,
-// predict_next, proactive_ratio, proactive_fill, speculative_fraction, query_window, and the
-// simulator's wait ("landed" | "bounded"), wait_factor, wait_slack_ms, proactive_rate
-// ("configured" | "share"). Missing keys keep defaults;
-// kInvalidArgument names a bad one.
+// A wait bound this long means: until the fetch landed.
+inline constexpr double kWaitUntilLandedMs = 1e7;
+
+// select::ParseSmartgenOptions's keys, plus the simulator's "proactive_rate" ("configured" |
+// "share") and, kept for older command lines, "wait": "landed" (wait_bound_ms 1e7: a layer
+// waits until its fetch landed, the node before issue 15) | "bounded" (wait_bound_ms -1, the
+// node's auto bound). Missing keys keep the node's defaults; kInvalidArgument names a bad one.
 Result<SmartgenSimOptions> ParseSmartgenSimOptions(const nlohmann::json& j);
 nlohmann::json ToJson(const SmartgenSimOptions& o);
+
+// The node's behaviour before issue 15 (the 2026-11-30 sweep): no first step on the prefill
+// node, attention over the selected blocks only, every layer waiting until its fetch landed,
+// fetches not capped by the link rate.
+nlohmann::json LegacyNodeOptions();
 
 // Which links the KV crosses.
 enum class Topology {

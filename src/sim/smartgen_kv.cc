@@ -37,6 +37,7 @@ SmartgenKv::SmartgenKv(const ModelShape& shape, std::int64_t n_prompt_tokens, in
                               ? static_cast<double>(layer_proactive_blocks[i])
                               : s.edges;
     s.never_present = std::clamp(pushed - s.edges, 0.0, s.never);
+    s.p0 = s.never > 0 ? s.never_present / s.never : 1.0;
     layers_.push_back(s);
     total_ += heads * n_blocks_;
   }
@@ -48,15 +49,19 @@ LayerDemand SmartgenKv::Select(int layer, int step, const SelectionStats& stats)
   if (i < 0) return d;
   Layer& s = layers_[i];
   d.selected = s.edges + s.k;
-  // Repeats of earlier choices: absent while their fetch is on the wire or still wanted.
-  const double fresh = std::min(s.never, s.k * stats.Churn(step));
+  // Repeats of earlier choices: absent while their fetch is on the wire or still wanted. Step
+  // 1 selects k anew, less what the prefill node's first step pre-selected.
+  const double fresh = step <= 1 ? std::clamp(s.k - s.selected, 0.0, s.never)
+                                 : std::min(s.never, s.k * stats.Churn(step));
   const double repeats = s.k - fresh;
   const double repeat_absent =
       s.selected > 0 ? repeats * (s.wanted + s.requested) / s.selected : 0.0;
   double fresh_absent = 0;
   if (fresh > 0 && s.never > 0) {
     const double p = s.never_present / s.never;
-    const double present = fresh * (step <= 1 ? stats.FirstStepPresent(p) : p);
+    // Step 1: the lift model on the whole selection, with the proactive share at its start.
+    const double present =
+        step <= 1 ? std::min(fresh, s.k * stats.FirstStepPresent(s.p0)) : fresh * p;
     const double present_taken = std::min(present, s.never_present);
     fresh_absent = fresh - present_taken;
     // Absent fresh blocks come from the speculative batch on the wire in proportion.
@@ -72,6 +77,36 @@ LayerDemand SmartgenKv::Select(int layer, int step, const SelectionStats& stats)
   d.absent = fresh_absent + repeat_absent;
   d.to_fetch = s.wanted;
   return d;
+}
+
+double SmartgenKv::PlanFirstStep(const SelectionStats& stats, double max_blocks) {
+  double candidates = 0;
+  for (const Layer& s : layers_) candidates += s.k * (1.0 - stats.FirstStepPresent(s.p0));
+  if (candidates <= 0 || max_blocks <= 0) return 0;
+  const double share = std::min(1.0, max_blocks / candidates);
+  double total = 0;
+  for (Layer& s : layers_) {
+    const double take = std::min(s.never - s.never_present, s.k * (1.0 - stats.FirstStepPresent(s.p0)) * share);
+    if (take <= 0) continue;
+    s.first = take;
+    s.never -= take;
+    s.selected += take;
+    s.requested += take;
+    total += take;
+  }
+  return total;
+}
+
+double SmartgenKv::first_step(int layer) const {
+  const int i = index_[layer];
+  return i < 0 ? 0.0 : layers_[i].first;
+}
+
+double SmartgenKv::present(int layer) const {
+  const int i = index_[layer];
+  if (i < 0) return 0;
+  const Layer& s = layers_[i];
+  return s.edges + s.never_present + std::max(0.0, s.selected - s.wanted - s.requested);
 }
 
 void SmartgenKv::Requested(int layer, double n) {

@@ -8,6 +8,9 @@
 //            wire, or absent;
 //   selected blocks (by some step): present, requested (fetch on the wire), or wanted (absent,
 //            not yet requested: a bounded fetch left them for a later step).
+// The prefill node's first step (PlanFirstStep) pre-selects, per layer, the absent part of
+// step 1's selection, up to its cap: those blocks are selected and requested (pushed at
+// on-demand priority) before the decode node's step 1, which then selects them again.
 // Sliding-window layers are pushed whole with the proactive set and count as complete.
 // Counts are doubles (expected values); a request is exact when fewer than half a block is
 // missing in all.
@@ -51,6 +54,15 @@ class SmartgenKv {
   // Step `step` (1 = the step producing token 2) selects in `layer`: updates the selection
   // state and returns what is missing.
   LayerDemand Select(int layer, int step, const SelectionStats& stats);
+  // The prefill node's first step: of step 1's selection (the on-demand budget per head,
+  // present with the lift model), the absent blocks, at most `max_blocks` in all (spread over
+  // the layers in proportion, as rank-interleaved pushes land), become selected and
+  // requested. Returns the blocks to push; call Landed(layer, first_step(layer)) per layer
+  // when they arrive.
+  double PlanFirstStep(const SelectionStats& stats, double max_blocks);
+  double first_step(int layer) const;
+  // Blocks of the layer present on the decode node (all heads).
+  double present(int layer) const;
   // The decode node requested `n` of the layer's wanted blocks (<= to_fetch) / they landed.
   void Requested(int layer, double n);
   void Landed(int layer, double n);
@@ -78,6 +90,8 @@ class SmartgenKv {
     double wanted = 0;    // selected, absent, not requested
     double requested = 0; // selected, fetch on the wire
     double selected = 0;  // ever selected (score-selected)
+    double p0 = 0;        // never-selected share present when decoding starts (proactive)
+    double first = 0;     // pre-selected by the prefill node's first step
   };
   std::vector<Layer> layers_;
   std::vector<int> index_;  // model layer -> layers_ index, -1 for sliding layers

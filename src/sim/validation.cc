@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <algorithm>
 #include <map>
 
 #include "sim/cluster.h"
@@ -17,6 +18,8 @@ constexpr double kTarget = 0.15;
 double Num(const nlohmann::json& j, const char* key, double fallback) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
 }
+
+bool HasSelection(const MeasuredRecord& m) { return m.selection.is_object() && !m.selection.empty(); }
 
 // Relative error sim/measured - 1, or null without a measurement.
 nlohmann::json RelErr(double sim, double measured) {
@@ -41,19 +44,46 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
     }
     MeasuredRecord r;
     SG_ASSIGN_OR_RETURN(r.mode, ParseMode(j["mode"].get<std::string>()));
-    r.prompt_tokens = static_cast<std::int64_t>(Num(j, "prompt_tokens", 0));
-    r.ratio = Num(j, "ratio", 0);
-    r.link_mbps = Num(j, "link_mbps", 0);
+    // Two spellings: the transcribed tables' (prompt_tokens, ratio, link_mbps, mean_tbt_ms,
+    // bytes_over_full) and bench ttst's own records (n_prompt, target_R, link_gbps, tbt_ms,
+    // bytes_transferred / kv_bytes, prefill_ms, R).
+    const bool native = j.contains("n_prompt");
+    r.prompt_tokens = static_cast<std::int64_t>(Num(j, native ? "n_prompt" : "prompt_tokens", 0));
+    r.ratio = native ? Num(j, "target_R", 0) : Num(j, "ratio", 0);
+    r.measured_ratio = Num(j, "R", 0);
+    r.link_mbps = native ? Num(j, "link_gbps", 0) * 1e3 : Num(j, "link_mbps", 0);
     r.output_tokens = static_cast<int>(Num(j, "output_tokens", 64));
     r.ttft_ms = Num(j, "ttft_ms", 0);
+    r.prefill_ms = Num(j, "prefill_ms", 0);
     if (j.contains("options")) {
       if (!j["options"].is_object()) return InvalidArgument("{}:{}: options must be an object", path, n);
       r.options = j["options"];
     }
     r.ttst_ms = Num(j, "ttst_ms", 0);
-    r.mean_tbt_ms = Num(j, "mean_tbt_ms", 0);
+    r.mean_tbt_ms = Num(j, native ? "tbt_ms" : "mean_tbt_ms", 0);
     r.e2e_ms = Num(j, "e2e_ms", 0);
-    r.bytes_over_full = Num(j, "bytes_over_full", 0);
+    r.bytes_over_full = native ? (Num(j, "kv_bytes", 0) > 0 ? Num(j, "bytes_transferred", 0) / Num(j, "kv_bytes", 1) : 0)
+                               : Num(j, "bytes_over_full", 0);
+    r.kv_bytes = Num(j, "kv_bytes", 0);
+    if (j.contains("prefill_stats") && j["prefill_stats"].is_object() && j["prefill_stats"].contains("smartgen") &&
+        j["prefill_stats"]["smartgen"].is_object()) {
+      r.proactive_budget_bytes = Num(j["prefill_stats"]["smartgen"], "proactive_budget_bytes", 0);
+    }
+    for (const char* k : {"selection_churn", "selection_churn_per_step", "selection_fresh",
+                          "selection_fresh_per_step", "prediction_hit_rate"}) {
+      if (j.contains(k)) r.selection[k] = j[k];
+    }
+    if (j.contains("token_ms") && j["token_ms"].is_array() && j["token_ms"].size() >= 3) {
+      std::vector<double> gaps;
+      const nlohmann::json& t = j["token_ms"];
+      for (std::size_t i = 2; i < t.size(); ++i) {
+        if (t[i].is_number() && t[i - 1].is_number()) gaps.push_back(t[i].get<double>() - t[i - 1].get<double>());
+      }
+      if (!gaps.empty()) {
+        std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+        r.median_gap_ms = gaps[gaps.size() / 2];
+      }
+    }
     r.time_to_exact_ms = Num(j, "time_to_exact_ms", -1);
     if (r.prompt_tokens <= 0 || r.link_mbps <= 0 || r.ttft_ms < 0) {
       return InvalidArgument("{}:{}: prompt_tokens and link_mbps must be > 0", path, n);
@@ -65,7 +95,10 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
 
 Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
                                 const ValidationOptions& options) {
-  SG_ASSIGN_OR_RETURN(ModelShape shape, ModelShapeByName("smollm2-135m"));
+  ModelShape shape = options.shape;
+  if (shape.n_layers <= 0) {
+    SG_ASSIGN_OR_RETURN(shape, ModelShapeByName("smollm2-135m"));
+  }
   // The colocated record of each (prompt, R) point: the decode step every mode shares.
   std::map<std::pair<std::int64_t, double>, const MeasuredRecord*> colocated;
   for (const MeasuredRecord& r : records) {
@@ -78,14 +111,26 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
   std::map<std::string, Acc> acc;
   for (const MeasuredRecord& m : records) {
     Hardware hw = options.cpu;
-    if (options.calibration == Calibration::kRecorded) {
+    if (options.calibration != Calibration::kPreset) {
       const CostModel base(hw, shape);
-      if (m.ttft_ms > 0) hw.compute_eff *= base.Prefill(m.prompt_tokens) / (m.ttft_ms / 1e3);
+      // The request's own prefill (bench ttst records it; older tables only TTFT).
+      const double prefill_ms = m.prefill_ms > 0 ? m.prefill_ms : m.ttft_ms;
+      if (prefill_ms > 0) hw.compute_eff *= base.Prefill(m.prompt_tokens) / (prefill_ms / 1e3);
+      // Mean dense step over the output (context grows by output_tokens / 2 on average).
+      const Seconds step = base.DecodeStep(1, m.prompt_tokens + m.output_tokens / 2);
       auto it = colocated.find({m.prompt_tokens, m.ratio});
-      if (it != colocated.end() && it->second->mean_tbt_ms > 0) {
-        // Mean dense step over the output (context grows by output_tokens / 2 on average).
-        const Seconds step = base.DecodeStep(1, m.prompt_tokens + m.output_tokens / 2);
-        hw.mem_eff *= step / (it->second->mean_tbt_ms / 1e3);
+      // A SmartGen record's own gaps hold its waits: its dense step is colocated's.
+      const bool own_kind = options.calibration == Calibration::kOwn || options.calibration == Calibration::kOwnAll;
+      const bool own = own_kind && m.median_gap_ms > 0 &&
+                       (m.mode != Mode::kSmartgen || it == colocated.end() ||
+                        options.calibration == Calibration::kOwnAll);
+      if (own) {
+        hw.mem_eff *= step / (m.median_gap_ms / 1e3);
+      } else if (it != colocated.end() && it->second->mean_tbt_ms > 0) {
+        const double colocated_ms = own_kind && it->second->median_gap_ms > 0
+                                        ? it->second->median_gap_ms
+                                        : it->second->mean_tbt_ms;
+        hw.mem_eff *= step / (colocated_ms / 1e3);
       }
     }
     ClusterSpec spec;
@@ -93,15 +138,23 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     spec.prefill_hw = hw;
     spec.decode_hw = hw;
     spec.stats = options.stats;
+    if (options.replay_selection && HasSelection(m)) {
+      SG_ASSIGN_OR_RETURN(spec.stats, SelectionStatsFromRecord(m.selection, options.stats));
+    }
     spec.options.mode = m.mode;
     spec.options.link.gbps = m.link_mbps / 1e3;
     spec.options.link.latency_s = options.latency_s;
+    spec.options.link.burst_bytes = -1;  // the testbed's links are shaped by the engine's bucket
     spec.options.smartgen = options.smartgen;
     if (!m.options.empty()) {
       // The run's options over the defaults (the same keys as a request's smartgen.options).
       nlohmann::json merged = ToJson(options.smartgen);
       merged.update(m.options);
       SG_ASSIGN_OR_RETURN(spec.options.smartgen, ParseSmartgenSimOptions(merged));
+    }
+    if (options.calibration != Calibration::kPreset && m.proactive_budget_bytes > 0 && m.kv_bytes > 0 &&
+        !m.options.contains("proactive_ratio")) {
+      spec.options.smartgen.proactive_ratio = m.kv_bytes / m.proactive_budget_bytes;
     }
     spec.options.max_batch = 1;
     WorkloadOptions w;
@@ -114,17 +167,20 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     row["prompt_tokens"] = m.prompt_tokens;
     row["ratio"] = m.ratio;
     row["link_mbps"] = m.link_mbps;
+    if (m.measured_ratio > 0) row["measured_R"] = m.measured_ratio;
     row["mode"] = ModeName(m.mode);
     row["output_tokens"] = m.output_tokens;
     row["options"] = m.options;
     row["simulated_mode"] = sim["mode"];
+    row["selection_stats"] = spec.stats.name;
     row["measured"] = {{"ttft_ms", m.ttft_ms}, {"ttst_ms", m.ttst_ms}, {"mean_tbt_ms", m.mean_tbt_ms},
                        {"e2e_ms", m.e2e_ms}, {"bytes_over_full", m.bytes_over_full},
                        {"time_to_exact_ms", m.time_to_exact_ms >= 0 ? nlohmann::json(m.time_to_exact_ms) : nlohmann::json()}};
     row["simulated"] = {{"ttft_ms", sim["ttft_ms"]}, {"ttst_ms", sim["ttst_ms"]},
                         {"mean_tbt_ms", sim["mean_tbt_ms"]}, {"e2e_ms", sim["e2e_ms"]},
                         {"bytes_over_full", sim["bytes_over_full"]},
-                        {"time_to_exact_ms", sim["time_to_exact_ms"]}};
+                        {"time_to_exact_ms", sim["time_to_exact_ms"]},
+                        {"bytes", sim["bytes"]}};
     const nlohmann::json e_ttst = RelErr(get("ttst_ms"), m.ttst_ms);
     const nlohmann::json e_tbt = RelErr(get("mean_tbt_ms"), m.mean_tbt_ms);
     const nlohmann::json e_e2e = RelErr(get("e2e_ms"), m.e2e_ms);
@@ -138,7 +194,9 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     }
     Acc& a = acc[std::string(ModeName(m.mode))];
     if (e_ttst.is_number()) a.ttst.push_back(std::abs(e_ttst.get<double>()));
-    const bool tbt_is_input = options.calibration == Calibration::kRecorded && m.mode == Mode::kColocated;
+    const bool tbt_is_input = (options.calibration == Calibration::kRecorded && m.mode == Mode::kColocated) ||
+                              (options.calibration != Calibration::kPreset &&
+                               options.calibration != Calibration::kRecorded && m.mode != Mode::kSmartgen);
     if (e_tbt.is_number() && !tbt_is_input) a.tbt.push_back(std::abs(e_tbt.get<double>()));
     if (e_e2e.is_number()) a.e2e.push_back(std::abs(e_e2e.get<double>()));
     if (e_exact.is_number()) a.exact.push_back(std::abs(e_exact.get<double>()));
@@ -162,9 +220,12 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
                      {"time_to_exact", sum(a.exact)}};
   }
   return nlohmann::json{
-      {"calibration", options.calibration == Calibration::kRecorded ? "recorded" : "preset"},
+      {"calibration", options.calibration == Calibration::kRecorded ? "recorded"
+                      : options.calibration == Calibration::kOwn    ? "own"
+                      : options.calibration == Calibration::kOwnAll ? "own-all"
+                                                                    : "preset"},
       {"cpu", options.cpu.ToString()},
-      {"selection_stats", options.stats.name},
+      {"selection_stats", options.replay_selection ? "replay (" + options.stats.name + " elsewhere)" : options.stats.name},
       {"records", rows},
       {"summary", summary}};
 }

@@ -3,14 +3,26 @@
 // A record is one JSON line: prompt_tokens, ratio (target R), link_mbps, mode, output_tokens
 // (default 64), options (the run's --options object, default {}), and the measured ttft_ms
 // (0 or absent: unknown), ttst_ms, mean_tbt_ms, e2e_ms, bytes_over_full, time_to_exact_ms
-// (null when not exact); '#' lines are comments. Each record is simulated as its run was: one
+// (null when not exact); or a record as `smartgen bench ttst --data` writes it (n_prompt,
+// target_R, link_gbps, prefill_ms, R, tbt_ms, bytes_transferred, kv_bytes, ...); '#' lines
+// are comments. Each record is simulated as its run was: one
 // prefill node and one decode node on one link of link_mbps (latency_s), the same prompt
 // length, mode and output length, on the "cpu" preset with one of two calibrations:
 //   kPreset   - the preset as it is (one calibration for the whole sweep);
 //   kRecorded - the settings the benchmark itself records per run: the prefill time of that
-//               request (its TTFT, when recorded; bench ttst measures R from it) and the decode step of the
+//               request (prefill_ms, else its TTFT; bench ttst measures R from it) and the decode step of the
 //               colocated record of the same (prompt, R) point (the floor every mode is
 //               compared with); colocated's own TBT is then an input, not a prediction.
+//   kOwn      - for a loaded machine, where the decode speed changes from run to run: the
+//               request's own prefill and, as the dense decode step, the median of its own
+//               token gaps (token_ms; for SmartGen, whose gaps hold its waits, colocated's of
+//               the same point as under kRecorded); TTST and time to exact stay predictions,
+//               the mean TBT of the dense modes becomes an input.
+//   kOwnAll   - kOwn with SmartGen's own gaps too (when colocated's run saw another load):
+//               its TBT is then partly an input, and its waits are counted twice.
+// Under kRecorded and kOwn a SmartGen record that carries its node's proactive budget is
+// simulated with that budget (the node sized it from its own estimate of the prefill, which
+// the load can make wrong), as proactive_ratio = kv_bytes / budget.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -22,6 +34,7 @@
 
 #include "core/result.h"
 #include "sim/hardware.h"
+#include "sim/model_shape.h"
 #include "sim/selection_stats.h"
 #include "sim/sim_options.h"
 
@@ -35,17 +48,27 @@ struct MeasuredRecord {
   int output_tokens = 64;
   nlohmann::json options = nlohmann::json::object();  // SmartGen options of the run
   double ttft_ms = 0, ttst_ms = 0, mean_tbt_ms = 0, e2e_ms = 0, bytes_over_full = 0;
+  double prefill_ms = 0;       // the request's prefill on the prefill node (0 = not recorded)
+  double measured_ratio = 0;   // R from that prefill (0 = not recorded)
+  nlohmann::json selection;    // the run's recorded selection statistics (selection_churn,
+                               // selection_churn_per_step, prediction_hit_rate), if any
+  double median_gap_ms = 0;    // median gap of tokens 2..n (token_ms), 0 = not recorded
+  // SmartGen: the proactive budget the prefill node chose from its own prefill estimate
+  // (prefill_stats.smartgen.proactive_budget_bytes) and the full KV (kv_bytes); 0 = unknown.
+  double proactive_budget_bytes = 0, kv_bytes = 0;
   double time_to_exact_ms = -1;  // -1 = not exact by the end
 };
 
-enum class Calibration { kPreset, kRecorded };
+enum class Calibration { kPreset, kRecorded, kOwn, kOwnAll };
 
 struct ValidationOptions {
   Calibration calibration = Calibration::kRecorded;
   Hardware cpu;                  // the CPU preset (HardwareByName("cpu") or CalibrateCpu)
   SelectionStats stats;          // random-weights: the sweep's model
+  bool replay_selection = false; // records with selection statistics replay their own
   SmartgenSimOptions smartgen;   // the node defaults
   Seconds latency_s = 50e-6;     // loopback one way
+  ModelShape shape;              // the model the records ran on (empty: SmolLM2-135M)
 };
 
 // kNotFound / kInvalidArgument naming the line.

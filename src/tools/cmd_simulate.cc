@@ -113,14 +113,23 @@ Status RunValidate(const SimulateCmdOptions& o) {
   }
   sim::ValidationOptions v;
   SG_ASSIGN_OR_RETURN(v.cpu, LoadHardware(o, "cpu"));
-  SG_ASSIGN_OR_RETURN(v.stats, sim::SelectionStatsByName(o.selection));
+  v.replay_selection = o.selection == "replay";
+  // The model the records ran on: --gguf's metadata, else SmolLM2-135M (bench ttst's default).
+  if (!o.gguf.empty()) {
+    SG_ASSIGN_OR_RETURN(v.shape, sim::ModelShapeFromGguf(o.gguf));
+  }
+  SG_ASSIGN_OR_RETURN(v.stats, sim::SelectionStatsByName(v.replay_selection ? "random-weights" : o.selection));
   nlohmann::json opts = nlohmann::json::parse(o.options_json, nullptr, false);
   if (opts.is_discarded()) return InvalidArgument("--options is not JSON");
   SG_ASSIGN_OR_RETURN(v.smartgen, sim::ParseSmartgenSimOptions(opts));
   if (o.calibration == "preset") {
     v.calibration = sim::Calibration::kPreset;
+  } else if (o.calibration == "own") {
+    v.calibration = sim::Calibration::kOwn;
+  } else if (o.calibration == "own-all") {
+    v.calibration = sim::Calibration::kOwnAll;
   } else if (o.calibration != "recorded") {
-    return InvalidArgument("--calibration must be recorded or preset");
+    return InvalidArgument("--calibration must be recorded, own, own-all or preset");
   }
   SG_ASSIGN_OR_RETURN(nlohmann::json report, sim::Validate(records, v));
   if (!o.out.empty()) {
@@ -297,9 +306,11 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_option("--max-batch", o->max_batch, "decode batch limit")->capture_default_str();
   cmd->add_option("--block-tokens", o->block_tokens, "tokens per KV block")->capture_default_str();
   cmd->add_option("--options", o->options_json,
-                  "SmartGen options JSON (the request's smartgen.options keys, plus wait: "
-                  "landed|bounded, wait_factor, wait_slack_ms)")->capture_default_str();
-  cmd->add_option("--selection", o->selection, "selection statistics: random-weights | trained")
+                  "SmartGen options JSON (the request's smartgen.options keys, the nodes' "
+                  "defaults; plus proactive_rate: configured|share, wait: landed|bounded)")->capture_default_str();
+  cmd->add_option("--selection", o->selection,
+                  "selection statistics: random-weights | random-weights-2026-11-30 | trained | "
+                  "replay (validation: each record's own, random-weights where it has none)")
       ->capture_default_str();
   cmd->add_option("--slo-ttft-ms", o->slo_ttft_ms, "goodput SLO: TTFT target (0 = none)");
   cmd->add_option("--slo-ttst-ms", o->slo_ttst_ms, "goodput SLO: TTST target (0 = none)");
@@ -309,7 +320,7 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_option("--validate", o->validate,
                   "replay measured bench ttst records (JSONL files, a list) and compare")
       ->delimiter(',');
-  cmd->add_option("--calibration", o->calibration, "validation: recorded | preset")
+  cmd->add_option("--calibration", o->calibration, "validation: recorded | own | own-all | preset")
       ->capture_default_str();
   cmd->callback([o] {
     if (int rc = ReportStatus("simulate", RunSimulate(*o))) throw CLI::RuntimeError(rc);

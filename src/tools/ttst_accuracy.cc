@@ -18,6 +18,10 @@ struct ModeTally {
   int agreed = 0, compared = 0;         // text, teacher-forced
   double exact_match = 0;               // text, free-running (sum over prompts)
   int late_blocks = 0;
+  // SmartGen's selection statistics (the simulator replays their means over the prompts).
+  std::vector<double> fresh, hit;
+  std::vector<double> fresh_step_sum;
+  std::vector<int> fresh_step_n;
   json example;  // the first request's own record (its figures in full)
 
   void AddLatency(const json& rec) {
@@ -34,6 +38,24 @@ struct ModeTally {
     }
     if (rec.contains("late_blocks") && rec["late_blocks"].is_number()) {
       late_blocks += rec["late_blocks"].get<int>();
+    }
+    if (rec.contains("selection_fresh") && rec["selection_fresh"].is_number()) {
+      fresh.push_back(rec["selection_fresh"].get<double>());
+    }
+    if (rec.contains("prediction_hit_rate") && rec["prediction_hit_rate"].is_number()) {
+      hit.push_back(rec["prediction_hit_rate"].get<double>());
+    }
+    if (rec.contains("selection_fresh_per_step") && rec["selection_fresh_per_step"].is_array()) {
+      const json& f = rec["selection_fresh_per_step"];
+      if (fresh_step_sum.size() < f.size()) {
+        fresh_step_sum.resize(f.size(), 0.0);
+        fresh_step_n.resize(f.size(), 0);
+      }
+      for (std::size_t i = 0; i < f.size(); ++i) {
+        if (!f[i].is_number()) continue;
+        fresh_step_sum[i] += f[i].get<double>();
+        ++fresh_step_n[i];
+      }
     }
     if (rec.contains("token_ms")) {
       const json& t = rec["token_ms"];
@@ -126,6 +148,15 @@ Result<std::vector<json>> MeasurePromptPoint(const LocalCluster& cluster, Prompt
         {"late_blocks", t.late_blocks},
     };
     if (!t.share2.empty()) rec["present_mass_share_step2"] = Mean(t.share2);
+    if (!t.fresh.empty()) rec["selection_fresh"] = Mean(t.fresh);
+    if (!t.hit.empty()) rec["prediction_hit_rate"] = Mean(t.hit);
+    if (!t.fresh_step_sum.empty()) {
+      json per_step = json::array();
+      for (std::size_t i = 0; i < t.fresh_step_sum.size(); ++i) {
+        per_step.push_back(t.fresh_step_sum[i] / std::max(1, t.fresh_step_n[i]));
+      }
+      rec["selection_fresh_per_step"] = per_step;  // mean over the prompts, per step
+    }
     rec["example"] = t.example;
     if (task == PromptTask::kRetrieval) {
       const double acc = t.answered ? double(t.correct) / t.answered : 0;

@@ -59,7 +59,8 @@ json RequestFields(const json& s) {
                         "on_demand_ratio_per_step", "layer_stall_ms", "kv_ready_ms",
                         "recomputed_locally", "auto", "kv_blocks_duplicate", "prediction_hit_rate",
                         "present_mass_share_per_step", "late_blocks", "fetch_capped_blocks",
-                        "selection_churn"}) {
+                        "selection_churn", "selection_churn_per_step", "selection_fresh",
+                        "selection_fresh_per_step"}) {
     if (s.contains(k)) rec[k] = s[k];
   }
   // The prefill node's side: its link-rate estimate, proactive budget, first step.

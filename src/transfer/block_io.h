@@ -70,21 +70,26 @@ class BlockSink {
   // non-OK status rejects every block of the frame as a failed Prepare does.
   virtual Status Admit(PeerId peer, const BlockRange& range) { return Status::Ok(); }
 
-  // Where block `key` goes. Called before its bytes are read off the link. Return kDiscard for a
-  // block that is already complete: the engine never writes into a block the sink reports as
-  // present, so a duplicate or corrupt copy cannot damage it. A non-OK status rejects the
-  // block (counted; the sender is told). The destination must stay valid while its `owner`
-  // (or, when the sink sets none, the sink itself) is alive.
-  virtual Status Prepare(const BlockKey& key, BlockDestination* destination,
+  // Where block `key` goes. Called before its bytes are read off the link; `wire` says whether
+  // the copy is exact (kNative) or approximate (kInt8, decoded into the destination). Return
+  // kDiscard for a block that is already complete (for an approximate copy: already present in
+  // any form): the engine never writes into a block the sink reports as present, so a
+  // duplicate or corrupt copy cannot damage it. A non-OK status rejects the block (counted;
+  // the sender is told). The destination must stay valid while its `owner` (or, when the sink
+  // sets none, the sink itself) is alive.
+  virtual Status Prepare(const BlockKey& key, WireFormat wire, BlockDestination* destination,
                          SinkAction* action) = 0;
 
-  // The block's bytes are in its destination and passed the checksum. Called once per accepted
-  // copy (a block that arrives twice and is written twice is reported twice).
-  virtual void OnBlockReady(const BlockKey& key) = 0;
+  // The block's bytes are in `destination` (the one Prepare returned) and passed the checksum.
+  // Called once per accepted copy (a block that arrives twice and is written twice is reported
+  // twice).
+  virtual void OnBlockReady(const BlockKey& key, WireFormat wire,
+                            const BlockDestination& destination) = 0;
 
   // The block's destination was written but the copy failed verification: its bytes are
   // garbage and must not be used; the engine asks for it again.
-  virtual void OnBlockRejected(const BlockKey& key, const Status& why) {}
+  virtual void OnBlockRejected(const BlockKey& key, const BlockDestination& destination,
+                               const Status& why) {}
 };
 
 }  // namespace smartgen::transfer

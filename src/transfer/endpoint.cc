@@ -176,6 +176,8 @@ Status Endpoint::Core::ValidateRange(const BlockRange& r) const {
 Result<TransferHandle> Endpoint::Core::Post(PeerId peer, const TransferRequest& request) {
   if (request.ranges.empty()) return InvalidArgument("transfer names no blocks");
   for (const BlockRange& r : request.ranges) SG_RETURN_IF_ERROR(ValidateRange(r));
+  if (request.wire == WireFormat::kInt8)
+    SG_RETURN_IF_ERROR(CheckInt8Wire(config_.handshake.geometry));
   if (request.direction == Direction::kPush && source_ == nullptr) {
     return FailedPrecondition("push needs a BlockSource");
   }
@@ -211,8 +213,9 @@ Result<TransferHandle> Endpoint::Core::Post(PeerId peer, const TransferRequest& 
   const std::uint64_t id = next_op_++;
   auto op = std::make_unique<TransferOp>(id, peer, request.direction, request.priority, ranges,
                                          generations, deadline, now);
+  op->set_wire(request.wire);
   if (request.direction == Direction::kPush) {
-    s->data.Put(id, false, request.priority, op->AllEntries());
+    s->data.Put(id, false, request.priority, op->AllEntries(), request.wire);
     s->send_cv.notify_one();
   } else {
     QueuePullLocked(*s, *op, op->AllEntries(), /*replace=*/true);

@@ -96,6 +96,8 @@ struct TransferRequest {
   Priority priority = Priority::kOnDemand;
   std::vector<BlockRange> ranges;        // non-empty; blocks may repeat across ranges
   Deadline deadline = Deadline::Never(); // Never(): now + default_timeout
+  // kInt8: approximate copies, about half the bytes (transfer/int8_wire.h); the sink is told.
+  WireFormat wire = WireFormat::kNative;
 };
 
 class Endpoint {

@@ -18,9 +18,10 @@
 #include <vector>
 
 #include "transfer/endpoint.h"
-#include "transfer/link_estimator.h"
 #include "transfer/frame.h"
+#include "transfer/int8_wire.h"
 #include "transfer/lease_table.h"
+#include "transfer/link_estimator.h"
 #include "transfer/rate_limiter.h"
 #include "transfer/send_queue.h"
 #include "transfer/serial_executor.h"

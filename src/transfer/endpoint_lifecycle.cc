@@ -84,7 +84,7 @@ void Endpoint::Core::QueuePullLocked(Session& s, const TransferOp& op,
   h.type = FrameType::kPull;
   h.priority = op.priority();
   h.op_id = op.id();
-  h.flags = replace ? 0 : kFlagPullAppend;
+  h.flags = (replace ? 0 : kFlagPullAppend) | (op.wire() == WireFormat::kInt8 ? kFlagInt8 : 0);
   QueueControlLocked(s, MakeFrame(h, EncodePulls(entries)));
 }
 
@@ -293,7 +293,8 @@ void Endpoint::Core::CheckTransfersLocked(core::Nanos now) {
       }
       ++op.retries;
       ++counters_.retries;
-      s->data.PutFront({op.id(), false, op.priority(), range, GenerationLocked(range.request_id)});
+      s->data.PutFront(
+          {op.id(), false, op.priority(), range, GenerationLocked(range.request_id), op.wire()});
       s->send_cv.notify_one();
     }
   }

@@ -67,8 +67,13 @@ void Endpoint::Core::ReceiverLoop(std::shared_ptr<Session> s) {
 Status Endpoint::Core::ReceiveData(const std::shared_ptr<Session>& s, const FrameHeader& h) {
   const BlockRange range = h.range();
   const bool pull_reply = (h.flags & kFlagPullReply) != 0;
+  const WireFormat wire = (h.flags & kFlagInt8) ? WireFormat::kInt8 : WireFormat::kNative;
+  const KvGeometry& geometry = config_.handshake.geometry;
+  const std::size_t wire_block =
+      wire == WireFormat::kInt8 ? Int8BlockBytes(geometry) : block_bytes_;
   if (pull_reply == ((h.flags & kFlagPush) != 0) || !ValidateRange(range).ok() ||
-      std::uint64_t{h.payload_bytes} != static_cast<std::uint64_t>(range.n_blocks) * block_bytes_) {
+      (wire == WireFormat::kInt8 && !CheckInt8Wire(geometry).ok()) ||
+      std::uint64_t{h.payload_bytes} != static_cast<std::uint64_t>(range.n_blocks) * wire_block) {
     return DataLoss("malformed DATA frame ({}, {} payload bytes, flags {:#x})", ToString(range),
                     h.payload_bytes, h.flags);
   }
@@ -98,7 +103,7 @@ Status Endpoint::Core::ReceiveData(const std::shared_ptr<Session>& s, const Fram
       continue;
     }
     SinkAction action = SinkAction::kWrite;
-    Status st = sink_->Prepare(range.Key(i), &plan[i].destination, &action);
+    Status st = sink_->Prepare(range.Key(i), wire, &plan[i].destination, &action);
     const std::size_t half = config_.handshake.geometry.half_block_bytes();
     if (st.ok() && action == SinkAction::kWrite &&
         (plan[i].destination.k.size() != half || plan[i].destination.v.size() != half)) {
@@ -112,39 +117,55 @@ Status Endpoint::Core::ReceiveData(const std::shared_ptr<Session>& s, const Fram
     }
   }
 
-  // 2. Read the payload straight into place; blocks not written go to scratch.
-  std::uint32_t n_scratch = 0;
-  for (const BlockPlan& p : plan) n_scratch += p.fate != Fate::kWrite;
-  if (s->scratch.size() < std::size_t{n_scratch} * block_bytes_) {
-    s->scratch.resize(std::size_t{n_scratch} * block_bytes_);
-  }
-  std::vector<MutableBytes> parts;
-  parts.reserve(2 * range.n_blocks);
-  const std::size_t half = block_bytes_ / 2;
-  std::size_t scratch_at = 0;
-  for (const BlockPlan& p : plan) {
-    if (p.fate == Fate::kWrite) {
-      parts.push_back(p.destination.k);
-      parts.push_back(p.destination.v);
-    } else {
-      parts.push_back(MutableBytes(s->scratch).subspan(scratch_at, half));
-      parts.push_back(MutableBytes(s->scratch).subspan(scratch_at + half, half));
-      scratch_at += block_bytes_;
+  // 2. Read the payload straight into place; blocks not written go to scratch. An int8 payload
+  // is read into scratch whole, verified, then decoded into place.
+  bool intact = false;
+  if (wire == WireFormat::kInt8) {
+    if (s->scratch.size() < h.payload_bytes) s->scratch.resize(h.payload_bytes);
+    const MutableBytes in = MutableBytes(s->scratch).first(h.payload_bytes);
+    SG_RETURN_IF_ERROR(s->connection->ReceivePayload(std::span<const MutableBytes>(&in, 1),
+                                                     Deadline::After(config_.heartbeat_timeout)));
+    intact = Checksum(ConstBytes(in)) == h.payload_checksum;
+    for (std::int32_t i = 0; intact && i < range.n_blocks; ++i) {
+      if (plan[i].fate != Fate::kWrite) continue;
+      DecodeInt8Block(geometry, in.subspan(i * wire_block, wire_block), plan[i].destination);
     }
+  } else {
+    std::uint32_t n_scratch = 0;
+    for (const BlockPlan& p : plan) n_scratch += p.fate != Fate::kWrite;
+    if (s->scratch.size() < std::size_t{n_scratch} * block_bytes_) {
+      s->scratch.resize(std::size_t{n_scratch} * block_bytes_);
+    }
+    std::vector<MutableBytes> parts;
+    parts.reserve(2 * range.n_blocks);
+    const std::size_t half = block_bytes_ / 2;
+    std::size_t scratch_at = 0;
+    for (const BlockPlan& p : plan) {
+      if (p.fate == Fate::kWrite) {
+        parts.push_back(p.destination.k);
+        parts.push_back(p.destination.v);
+      } else {
+        parts.push_back(MutableBytes(s->scratch).subspan(scratch_at, half));
+        parts.push_back(MutableBytes(s->scratch).subspan(scratch_at + half, half));
+        scratch_at += block_bytes_;
+      }
+    }
+    SG_RETURN_IF_ERROR(
+        s->connection->ReceivePayload(parts, Deadline::After(config_.heartbeat_timeout)));
+    std::vector<ConstBytes> view(parts.begin(), parts.end());
+    intact = Checksum(view) == h.payload_checksum;
   }
-  SG_RETURN_IF_ERROR(s->connection->ReceivePayload(parts, Deadline::After(config_.heartbeat_timeout)));
-  std::vector<ConstBytes> view(parts.begin(), parts.end());
-  const bool intact = Checksum(view) == h.payload_checksum;
 
   // 3. Tell the sink, then account (after the link latency, when one is emulated).
-  Deliver(*s, [this, s, h, range, pull_reply, intact, plan = std::move(plan),
+  Deliver(*s, [this, s, h, range, pull_reply, intact, wire, wire_block, plan = std::move(plan),
                sink_error = std::move(sink_error)] {
     for (std::int32_t i = 0; i < range.n_blocks; ++i) {
       if (plan[i].fate != Fate::kWrite) continue;
       if (intact) {
-        sink_->OnBlockReady(range.Key(i));
+        sink_->OnBlockReady(range.Key(i), wire, plan[i].destination);
       } else {
-        sink_->OnBlockRejected(range.Key(i), DataLoss("frame checksum mismatch"));
+        sink_->OnBlockRejected(range.Key(i), plan[i].destination,
+                               DataLoss("frame checksum mismatch"));
       }
     }
     const core::Nanos now = core::NowNanos();
@@ -163,9 +184,10 @@ Status Endpoint::Core::ReceiveData(const std::shared_ptr<Session>& s, const Fram
       counters_.rejected_corrupt += range.n_blocks;
     } else {
       PriorityMetrics& pm = counters_.by_priority[static_cast<int>(h.priority)];
-      pm.bytes_received += std::uint64_t{written} * block_bytes_;
+      pm.bytes_received += std::uint64_t{written} * wire_block;
       pm.blocks_received += written;
-      receive_meter_.Add(std::uint64_t{written} * block_bytes_, now);
+      if (wire == WireFormat::kInt8) pm.int8_blocks_received += written;
+      receive_meter_.Add(std::uint64_t{written} * wire_block, now);
       counters_.duplicates += duplicates + present;
       counters_.rejected_stale += stale;
       counters_.rejected_other += rejected;
@@ -326,7 +348,8 @@ void Endpoint::Core::HandleAckLocked(Session& s, const AckEntry& a, core::Nanos 
                        DataLoss("{} arrived corrupt {} times", ToString(a.range), attempts));
         return;
       }
-      s.data.PutFront({op->id(), false, op->priority(), a.range, GenerationLocked(a.range.request_id)});
+      s.data.PutFront({op->id(), false, op->priority(), a.range,
+                       GenerationLocked(a.range.request_id), op->wire()});
       op->RecordSent(a.range, now);  // keep the attempt count; the resend refreshes the timer
       s.send_cv.notify_one();
       return;
@@ -369,13 +392,17 @@ void Endpoint::Core::HandlePullLocked(Session& s, const FrameHeader& h,
   for (const PullEntry& e : entries) {
     [[maybe_unused]] const bool held = leases_.Hold(e.range.request_id, 0, now);
   }
+  const WireFormat wire = (h.flags & kFlagInt8) ? WireFormat::kInt8 : WireFormat::kNative;
+  if (wire == WireFormat::kInt8) {
+    if (Status st = CheckInt8Wire(config_.handshake.geometry); !st.ok()) return fail(st);
+  }
   if (h.flags & kFlagPullAppend) {
     // A repair (a corrupt run asked again): ahead of what is still queued for the op.
     for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-      s.data.PutFront({h.op_id, true, h.priority, it->range, it->generation});
+      s.data.PutFront({h.op_id, true, h.priority, it->range, it->generation, wire});
     }
   } else {
-    s.data.Put(h.op_id, true, h.priority, std::move(entries));
+    s.data.Put(h.op_id, true, h.priority, std::move(entries), wire);
   }
   s.send_cv.notify_one();
 }

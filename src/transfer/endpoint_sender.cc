@@ -86,6 +86,19 @@ void Endpoint::Core::SendChunk(Session& s, const Chunk& chunk, Lock& lock) {
     payload.push_back(view.k);
     payload.push_back(view.v);
   }
+  // An int8 frame carries the blocks' encodings, in a buffer the pin keeps alive for as long
+  // as the transport may still read it.
+  std::shared_ptr<std::vector<std::byte>> encoded;
+  const bool int8 = chunk.wire == WireFormat::kInt8;
+  const std::size_t wire_block = int8 ? Int8BlockBytes(config_.handshake.geometry) : block_bytes_;
+  if (int8 && n_read > 0) {
+    encoded = std::make_shared<std::vector<std::byte>>(std::size_t(n_read) * wire_block);
+    for (std::int32_t i = 0; i < n_read; ++i) {
+      EncodeInt8Block(config_.handshake.geometry, {payload[2 * i], payload[2 * i + 1]},
+                      MutableBytes(*encoded).subspan(i * wire_block, wire_block));
+    }
+    payload.assign(1, ConstBytes(*encoded));
+  }
   Status send_status;
   BlockRange sent = range;
   sent.n_blocks = n_read;
@@ -93,18 +106,18 @@ void Endpoint::Core::SendChunk(Session& s, const Chunk& chunk, Lock& lock) {
     FrameHeader h;
     h.type = FrameType::kData;
     h.priority = chunk.priority;
-    h.flags = chunk.pull_reply ? kFlagPullReply : kFlagPush;
+    h.flags = (chunk.pull_reply ? kFlagPullReply : kFlagPush) | (int8 ? kFlagInt8 : 0);
     h.op_id = chunk.op_id;
     h.set_range(sent);
     h.generation = chunk.generation;
-    h.payload_bytes = static_cast<std::uint32_t>(n_read * block_bytes_);
+    h.payload_bytes = static_cast<std::uint32_t>(n_read * wire_block);
     h.payload_checksum = Checksum(payload);
     const EncodedHeader header = EncodeHeader(h);
     // The read pin lasts until the transport is done with the block memory, which for a
     // pipelining transport is after Send returns: the pin's owner unpins.
     static const char kPin = 0;  // any non-null pointer: only the deleter matters
     auto pin = std::shared_ptr<const void>(
-        &kPin, [owner = pin_owner_, rid = range.request_id](const void*) {
+        &kPin, [owner = pin_owner_, rid = range.request_id, encoded](const void*) {
           std::lock_guard<std::mutex> guard(owner->mu);
           if (owner->core != nullptr) owner->core->Unpin(rid);
         });
@@ -129,9 +142,10 @@ void Endpoint::Core::SendChunk(Session& s, const Chunk& chunk, Lock& lock) {
   const core::Nanos after = core::NowNanos();
   if (n_read > 0) {
     PriorityMetrics& pm = counters_.by_priority[static_cast<int>(chunk.priority)];
-    pm.bytes_sent += static_cast<std::uint64_t>(n_read) * block_bytes_;
+    pm.bytes_sent += static_cast<std::uint64_t>(n_read) * wire_block;
     pm.blocks_sent += n_read;
-    send_meter_.Add(static_cast<std::uint64_t>(n_read) * block_bytes_, after);
+    if (int8) pm.int8_blocks_sent += n_read;
+    send_meter_.Add(static_cast<std::uint64_t>(n_read) * wire_block, after);
     leases_.Touch(range.request_id, after);
     op = chunk.pull_reply ? nullptr : FindOpLocked(chunk.op_id);
     if (op != nullptr && op->in_progress()) op->RecordSent(sent, after);

@@ -49,6 +49,8 @@ std::string_view FrameTypeName(FrameType type);
 // Flags of kData frames.
 inline constexpr std::uint16_t kFlagPush = 1u << 0;       // unsolicited push; the receiver acks
 inline constexpr std::uint16_t kFlagPullReply = 1u << 1;  // reply to the receiver's pull op_id
+// Of kData frames (blocks in int8, transfer/int8_wire.h) and of kPull frames (reply in int8).
+inline constexpr std::uint16_t kFlagInt8 = 1u << 3;
 // Flags of kPull frames.
 inline constexpr std::uint16_t kFlagPullAppend = 1u << 2;  // add these ranges (else: replace)
 

@@ -135,7 +135,14 @@ bool MemoryBlockStore::IsPresent(const BlockKey& key) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   std::size_t i = 0;
   Request* r = Find(key, &i);
-  return r && r->present[i].load(std::memory_order_acquire) == 1;
+  return r && r->present[i].load(std::memory_order_acquire) == kExact;
+}
+
+bool MemoryBlockStore::IsApproximate(const BlockKey& key) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::size_t i = 0;
+  Request* r = Find(key, &i);
+  return r && r->present[i].load(std::memory_order_acquire) == kApproximate;
 }
 
 std::uint64_t MemoryBlockStore::PresentBlocks(std::uint64_t request_id) const {
@@ -145,7 +152,7 @@ std::uint64_t MemoryBlockStore::PresentBlocks(std::uint64_t request_id) const {
   const std::size_t blocks =
       std::size_t{geometry_.n_layers} * geometry_.n_kv_heads * it->second->n_blocks;
   std::uint64_t n = 0;
-  for (std::size_t i = 0; i < blocks; ++i) n += it->second->present[i].load();
+  for (std::size_t i = 0; i < blocks; ++i) n += it->second->present[i].load() != kAbsent;
   return n;
 }
 
@@ -159,7 +166,7 @@ Status MemoryBlockStore::VerifyRequest(std::uint64_t request_id) const {
   for (std::int32_t l = 0; l < static_cast<std::int32_t>(geometry_.n_layers); ++l) {
     for (std::int32_t h = 0; h < static_cast<std::int32_t>(geometry_.n_kv_heads); ++h) {
       for (std::int32_t b = 0; b < static_cast<std::int32_t>(r.n_blocks); ++b, ++i) {
-        if (r.present[i].load() == 0) continue;
+        if (r.present[i].load() != kExact) continue;
         const BlockKey key{request_id, {l, h, b}};
         const std::uint64_t seed = KeySeed(key);
         if (!MatchesPattern(seed, r.k->span().subspan(i * half, half)) ||
@@ -196,13 +203,15 @@ void MemoryBlockStore::Release(std::uint64_t request_id, ReleaseReason reason) {
   releases_.emplace_back(request_id, reason);
 }
 
-Status MemoryBlockStore::Prepare(const BlockKey& key, BlockDestination* destination,
-                                 SinkAction* action) {
+Status MemoryBlockStore::Prepare(const BlockKey& key, WireFormat wire,
+                                 BlockDestination* destination, SinkAction* action) {
   std::shared_lock<std::shared_mutex> lock(mu_);
   std::size_t i = 0;
   Request* r = Find(key, &i);
   if (r == nullptr) return NotFound("no block {}", ToString(key));
-  if (r->present[i].load(std::memory_order_acquire) == 1) {
+  const std::uint8_t state = r->present[i].load(std::memory_order_acquire);
+  // An exact copy replaces an approximate one in place (no reader runs concurrently here).
+  if (state == kExact || (wire == WireFormat::kInt8 && state == kApproximate)) {
     *action = SinkAction::kDiscard;
     return Status::Ok();
   }
@@ -213,14 +222,19 @@ Status MemoryBlockStore::Prepare(const BlockKey& key, BlockDestination* destinat
   return Status::Ok();
 }
 
-void MemoryBlockStore::OnBlockReady(const BlockKey& key) {
+void MemoryBlockStore::OnBlockReady(const BlockKey& key, WireFormat wire, const BlockDestination&) {
   std::shared_lock<std::shared_mutex> lock(mu_);
   std::size_t i = 0;
-  if (Request* r = Find(key, &i)) r->present[i].store(1, std::memory_order_release);
+  if (Request* r = Find(key, &i)) {
+    r->present[i].store(wire == WireFormat::kInt8 ? kApproximate : kExact,
+                        std::memory_order_release);
+  }
   ready_.fetch_add(1);
+  if (wire == WireFormat::kInt8) approximate_.fetch_add(1);
 }
 
-void MemoryBlockStore::OnBlockRejected(const BlockKey& key, const Status& why) {
+void MemoryBlockStore::OnBlockRejected(const BlockKey& key, const BlockDestination&,
+                                       const Status& why) {
   rejected_.fetch_add(1);
 }
 

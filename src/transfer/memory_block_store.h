@@ -36,10 +36,13 @@ class MemoryBlockStore final : public BlockSource, public BlockSink {
   // Reads of layers >= n_layers answer kUnavailable ("prefill has not got there yet").
   void SetAvailableLayers(std::uint64_t request_id, std::uint32_t n_layers);
 
+  // Present as an exact copy / as an approximate (int8 wire) copy only.
   bool IsPresent(const BlockKey& key) const;
+  bool IsApproximate(const BlockKey& key) const;
+  // Blocks present in either form.
   std::uint64_t PresentBlocks(std::uint64_t request_id) const;
-  // OK when every present block of the request holds the pattern; kDataLoss names the first
-  // block that does not.
+  // OK when every exactly present block of the request holds the pattern; kDataLoss names the
+  // first block that does not. Approximate blocks are not checked.
   Status VerifyRequest(std::uint64_t request_id) const;
   // The pattern of block `key`.
   static void FillPattern(const BlockKey& key, MutableBytes k, MutableBytes v);
@@ -47,6 +50,7 @@ class MemoryBlockStore final : public BlockSource, public BlockSink {
   // Counters for tests.
   std::uint64_t ready_count() const { return ready_.load(); }
   std::uint64_t rejected_count() const { return rejected_.load(); }
+  std::uint64_t approximate_count() const { return approximate_.load(); }  // int8 copies ready
   // Release() calls so far, in order.
   std::vector<std::pair<std::uint64_t, ReleaseReason>> releases() const;
 
@@ -54,9 +58,10 @@ class MemoryBlockStore final : public BlockSource, public BlockSink {
   Status Read(const BlockKey& key, ConstBlockView* view) override;
   void Release(std::uint64_t request_id, ReleaseReason reason) override;
   // BlockSink
-  Status Prepare(const BlockKey& key, BlockDestination* destination, SinkAction* action) override;
-  void OnBlockReady(const BlockKey& key) override;
-  void OnBlockRejected(const BlockKey& key, const Status& why) override;
+  Status Prepare(const BlockKey& key, WireFormat wire, BlockDestination* destination,
+                 SinkAction* action) override;
+  void OnBlockReady(const BlockKey& key, WireFormat wire, const BlockDestination&) override;
+  void OnBlockRejected(const BlockKey& key, const BlockDestination&, const Status& why) override;
 
  private:
   // Zeroed anonymous memory, backed by transparent huge pages where the kernel allows (fewer
@@ -80,8 +85,9 @@ class MemoryBlockStore final : public BlockSource, public BlockSink {
     std::atomic<std::uint32_t> available_layers{0};
     std::unique_ptr<PageBuffer> k;  // [layer][kv_head][block][half_block_bytes]
     std::unique_ptr<PageBuffer> v;
-    std::unique_ptr<std::atomic<std::uint8_t>[]> present;  // per block: 0 absent, 1 present
+    std::unique_ptr<std::atomic<std::uint8_t>[]> present;  // per block: kAbsent, kExact, ...
   };
+  static constexpr std::uint8_t kAbsent = 0, kExact = 1, kApproximate = 2;
   // The request and block index of `key`, or null when out of range.
   Request* Find(const BlockKey& key, std::size_t* index) const;
 
@@ -90,6 +96,7 @@ class MemoryBlockStore final : public BlockSource, public BlockSink {
   std::map<std::uint64_t, std::unique_ptr<Request>> requests_;  // guarded by mu_
   std::atomic<std::uint64_t> ready_{0};
   std::atomic<std::uint64_t> rejected_{0};
+  std::atomic<std::uint64_t> approximate_{0};
   mutable std::mutex releases_mu_;
   std::vector<std::pair<std::uint64_t, ReleaseReason>> releases_;  // guarded by releases_mu_
 };

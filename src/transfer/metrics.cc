@@ -10,9 +10,9 @@ std::string Metrics::ToJson() const {
     const PriorityMetrics& m = by_priority[p];
     out += fmt::format(
         "{}\"{}\":{{\"bytes_sent\":{},\"blocks_sent\":{},\"bytes_received\":{},"
-        "\"blocks_received\":{}}}",
+        "\"blocks_received\":{},\"int8_blocks_sent\":{},\"int8_blocks_received\":{}}}",
         p ? "," : "", PriorityName(static_cast<Priority>(p)), m.bytes_sent, m.blocks_sent,
-        m.bytes_received, m.blocks_received);
+        m.bytes_received, m.blocks_received, m.int8_blocks_sent, m.int8_blocks_received);
   }
   out += "}";
   auto field = [&](std::string_view name, auto value) {

@@ -17,6 +17,8 @@ struct PriorityMetrics {
   std::uint64_t blocks_sent = 0;
   std::uint64_t bytes_received = 0;  // verified block payload bytes taken off the link
   std::uint64_t blocks_received = 0;
+  std::uint64_t int8_blocks_sent = 0;      // of blocks_sent: approximate int8 copies
+  std::uint64_t int8_blocks_received = 0;  // of blocks_received
 };
 
 struct Metrics {

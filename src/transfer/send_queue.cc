@@ -21,10 +21,10 @@ void SendQueue::Erase(JobList::iterator it) {
 }
 
 void SendQueue::Put(std::uint64_t op_id, bool pull_reply, Priority priority,
-                    std::vector<PullEntry> ranges) {
+                    std::vector<PullEntry> ranges, WireFormat wire) {
   auto found = index_.find({op_id, pull_reply});
   if (found != index_.end()) Erase(found->second);
-  Job job{op_id, pull_reply, priority, {}, 0};
+  Job job{op_id, pull_reply, priority, {}, 0, wire};
   for (PullEntry& e : ranges) {
     if (e.range.n_blocks == 0) continue;
     queued_blocks_ += e.range.n_blocks;
@@ -43,7 +43,7 @@ void SendQueue::PutFront(const Chunk& chunk, core::Nanos not_before) {
   if (found == index_.end()) {
     // The job ran dry while this chunk was out: recreate it ahead of its class.
     JobList& list = classes_[static_cast<int>(chunk.priority)];
-    list.push_front(Job{chunk.op_id, chunk.pull_reply, chunk.priority, {}, 0});
+    list.push_front(Job{chunk.op_id, chunk.pull_reply, chunk.priority, {}, 0, chunk.wire});
     it = list.begin();
     index_[{chunk.op_id, chunk.pull_reply}] = it;
   } else {
@@ -115,6 +115,7 @@ bool SendQueue::Take(core::Nanos now, std::uint32_t max_blocks, Chunk* chunk,
       chunk->pull_reply = it->pull_reply;
       chunk->priority = it->priority;
       chunk->generation = front.generation;
+      chunk->wire = it->wire;
       chunk->range = front.range;
       chunk->range.n_blocks = n;
       front.range.first_block += n;

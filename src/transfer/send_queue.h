@@ -23,14 +23,15 @@ struct Chunk {
   Priority priority = Priority::kSpeculative;
   BlockRange range;
   std::uint32_t generation = 0;
+  WireFormat wire = WireFormat::kNative;
 };
 
 class SendQueue {
  public:
   // Adds a job, or replaces the pending ranges of the job with the same (op_id, pull_reply)
   // (a repeated PULL names everything still missing).
-  void Put(std::uint64_t op_id, bool pull_reply, Priority priority,
-           std::vector<PullEntry> ranges);
+  void Put(std::uint64_t op_id, bool pull_reply, Priority priority, std::vector<PullEntry> ranges,
+           WireFormat wire = WireFormat::kNative);
   // Puts ranges at the front of a job (creating it), parked until `not_before`.
   void PutFront(const Chunk& chunk, core::Nanos not_before = 0);
   void Remove(std::uint64_t op_id, bool pull_reply);
@@ -54,6 +55,7 @@ class SendQueue {
     Priority priority;
     std::deque<PullEntry> pending;
     core::Nanos not_before = 0;
+    WireFormat wire = WireFormat::kNative;
   };
   using JobList = std::list<Job>;
   using Key = std::pair<std::uint64_t, bool>;

@@ -28,6 +28,8 @@ class TransferOp {
   PeerId peer() const { return peer_; }
   Direction direction() const { return direction_; }
   Priority priority() const { return priority_; }
+  WireFormat wire() const { return wire_; }
+  void set_wire(WireFormat wire) { wire_ = wire; }
   core::Deadline deadline() const { return deadline_; }
   TransferState state() const { return state_; }
   const Status& status() const { return status_; }
@@ -82,6 +84,7 @@ class TransferOp {
   const PeerId peer_;
   const Direction direction_;
   const Priority priority_;
+  WireFormat wire_ = WireFormat::kNative;
   const core::Deadline deadline_;
   std::vector<Run> runs_;  // sorted, disjoint
   std::uint64_t blocks_total_ = 0;

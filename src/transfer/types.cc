@@ -21,6 +21,10 @@ std::vector<BlockRange> RangesOf(std::uint64_t request_id, std::span<const kv::B
   return ranges;
 }
 
+std::string_view WireFormatName(WireFormat wire) {
+  return wire == WireFormat::kInt8 ? "int8" : "native";
+}
+
 std::size_t DTypeSize(KvDType dtype) {
   switch (dtype) {
     case KvDType::kF32: return 4;

@@ -87,6 +87,14 @@ struct KvGeometry {
   friend bool operator==(const KvGeometry&, const KvGeometry&) = default;
 };
 
+// How a transfer's blocks travel. kInt8 copies are approximate (transfer/int8_wire.h: per-row
+// scales, about half the bytes of f16); the receiver's sink is told which kind it got.
+enum class WireFormat : std::uint8_t {
+  kNative = 0,  // the KV dtype, bit-exact
+  kInt8 = 1,    // int8 rows with f32 scales
+};
+std::string_view WireFormatName(WireFormat wire);
+
 // Transfer priority classes, highest first. A lower value always goes first on a link; a
 // frame of a lower class is never started while a higher class has a frame ready.
 enum class Priority : std::uint8_t {

@@ -69,7 +69,7 @@ TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
   const std::set<Key> late = {{1, 0, 3}, {1, 0, 4}, {1, 1, 9}, {2, 1, 7}, {3, 0, 0}};
   for (const auto& [l, h, b] : late) residency.MarkAbsent(l, h, b);
 
-  SmartgenOptions options;
+  select::SmartgenOptions options;
   options.on_demand.budget_fraction = 1.0f;  // every block selected
   options.predict_next = false;
   options.wait_bound_ms = 0;  // never wait: what is not here is left out
@@ -171,7 +171,7 @@ TEST(SmartgenSession, TheFirstStepWaitsForThePrefillNodesBlocksAndUsesThem) {
   residency.MarkAllPresent();
   residency.MarkAbsent(1, 0, 3);  // announced by the prefill node's first step
   residency.MarkAbsent(2, 1, 7);  // selected here, fetched on demand
-  SmartgenOptions options;
+  select::SmartgenOptions options;
   options.on_demand.budget_fraction = 1.0f;
   options.predict_next = false;
   options.wait_bound_ms = 0;        // later steps never wait

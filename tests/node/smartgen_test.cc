@@ -162,6 +162,41 @@ TEST_F(SmartgenDeployment, SmallBudgetsCompleteWithConsistentAccounting) {
       << prefill_->MetricsText();
 }
 
+// int8_wire: the proactive, first-step and on-demand copies travel as int8 (about half the
+// bytes), and the speculative stream still makes the request exact. The prompt (300 tokens)
+// leaves the last block partial, whose copies are staged so the rows decoded into it stay.
+TEST_F(SmartgenDeployment, Int8WireCopiesAreSmallerAndTheRequestStillBecomesExact) {
+  Start();
+  const auto prompt = SmartgenPrompt(300, 3);
+  const auto want = Reference(prompt, 40);
+  json stats;
+  auto got =
+      Run("smartgen", prompt, 40,
+          json{{"proactive_ratio", 4.0}, {"int8_wire", true}, {"budget_fraction", 0.3}}, &stats);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), 40u);
+  EXPECT_TRUE(stats.value("int8_wire", false)) << stats.dump();
+  EXPECT_TRUE(stats.contains("time_to_exact_ms")) << stats.dump();
+  EXPECT_EQ(stats["blocks_approximate"].get<int>(), 0) << stats.dump();
+  EXPECT_FALSE(stats.value("recomputed_locally", true));
+  // The proactive copies took the int8 size: 2 x 16 x (4 + head_dim) bytes a block.
+  const json& prefill = stats["prefill"]["stats"];
+  const double native_block =
+      prefill["kv_bytes"].get<double>() / stats["blocks_total"].get<double>();
+  const double proactive_blocks = prefill["smartgen"]["proactive_blocks"].get<double>();
+  ASSERT_GT(proactive_blocks, 0);
+  const double per_block = stats["bytes_by_path"]["proactive"].get<double>() / proactive_blocks;
+  EXPECT_LT(per_block, 0.6 * native_block) << stats.dump();
+  // Every block crossed exactly once more (the speculative copy): bytes on the wire stay under
+  // the full KV plus the int8 copies.
+  EXPECT_LE(stats["kv_bytes_on_wire"].get<double>(), 1.6 * prefill["kv_bytes"].get<double>())
+      << stats.dump();
+  // The tokens are those of an approximate KV until it is exact: most match the reference.
+  int same = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) same += (*got)[i] == want[i];
+  EXPECT_GE(same, 30) << stats.dump();
+}
+
 TEST_F(SmartgenDeployment, AutoPicksLayerwiseOnAFastLinkAndSmartgenOnASlowOne) {
   Start(nullptr, /*link_gbps=*/0);
   json stats;

@@ -112,6 +112,7 @@ TEST(SimModes, SmartgenCutsTtstAtHighRatioAndCancelsTheRest) {
 
 TEST(SimModes, SmartgenBecomesExactWithALongOutput) {
   ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.smartgen = *ParseSmartgenSimOptions(LegacyNodeOptions());
   spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
   const SimResult sg = RunOne(spec, kPrompt, 2000);
   const SimRequest& s = *sg.requests[0];
@@ -129,22 +130,71 @@ TEST(SimModes, SmartgenBecomesExactWithALongOutput) {
   EXPECT_NEAR(s.tokens.back() - s.tokens[s.tokens.size() - 2], c.DecodeStep(1, kPrompt + 1998), 1e-9);
 }
 
-TEST(SimModes, BoundedWaitKeepsStepsShortAndLeavesLateBlocksOut) {
+TEST(SimModes, BoundedWaitKeepsStepsWithinTheNodesBoundAndLeavesLateBlocksOut) {
   ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
   spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
+  spec.options.smartgen.wait_bound_ms = kWaitUntilLandedMs;
   const SimResult landed = RunOne(spec, kPrompt, 64);
-  spec.options.smartgen.wait = WaitPolicy::kBounded;
+  spec.options.smartgen.wait_bound_ms = -1;  // the node's auto bound (the default)
   const SimResult bounded = RunOne(spec, kPrompt, 64);
   const nlohmann::json a = RequestRecord(*landed.requests[0]);
   const nlohmann::json b = RequestRecord(*bounded.requests[0]);
   const CostModel c(spec.decode_hw, spec.model);
   EXPECT_LT(b["mean_tbt_ms"].get<double>(), a["mean_tbt_ms"].get<double>());
-  // Each layer waits at most its compute plus the slack beyond the dense step's work.
-  EXPECT_LT(b["mean_tbt_ms"].get<double>(), 1.5 * c.DecodeStep(1, kPrompt + 32) * 1e3);
-  EXPECT_LT(b["ttst_ms"].get<double>(), a["ttst_ms"].get<double>());
+  // A step takes at most (1 + wait_share) x its own time + step_slack_ms (select/path_sizing.h);
+  // its own time: the dense step plus scoring the summaries of every layer.
+  const double own_ms = (c.DecodeStep(1, kPrompt + 64) + 30 * c.SelectCost(kPrompt / 16)) * 1e3;
+  EXPECT_LT(b["mean_tbt_ms"].get<double>(), 1.15 * own_ms + 3.0 + 0.05 * 30);
   EXPECT_NEAR(a["present_share"].get<double>(), 1.0, 1e-9);
   EXPECT_LT(b["present_share"].get<double>(), 1.0);
   EXPECT_GT(b["present_share"].get<double>(), 0.5);
+}
+
+TEST(SimModes, FirstStepRunsOnThePrefillNodeAndPushesWhatTheLinkCarriesInTheWait) {
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
+  const SimResult with = RunOne(spec, kPrompt, 8);
+  spec.options.smartgen.first_step = false;
+  const SimResult without = RunOne(spec, kPrompt, 8);
+  const SimRequest& w = *with.requests[0];
+  const SimRequest& wo = *without.requests[0];
+  const CostModel c(spec.prefill_hw, spec.model);
+  // Token 1 leaves after the first step: one decode step on a copy of the KV.
+  EXPECT_NEAR(Ttft(w) - Ttft(wo), c.FirstStepOnPrefill(kPrompt, w.full_kv_bytes), 1e-9);
+  const double first = w.bytes[static_cast<int>(Path::kFirstStep)];
+  const double bps = spec.options.link.gbps * 1e9 / 8;
+  EXPECT_GT(first, 0);
+  EXPECT_LE(first, bps * spec.options.smartgen.first_wait_ms / 1e3 + 1);  // select::FirstStepBlocks
+  EXPECT_DOUBLE_EQ(wo.bytes[static_cast<int>(Path::kFirstStep)], 0);
+  // The steps find more of their selection on the node when they attend.
+  EXPECT_GT(RequestRecord(w)["present_share"].get<double>(), RequestRecord(wo)["present_share"].get<double>());
+}
+
+TEST(SimModes, FirstStepStartsDecodingAtTheFirstWaitWithProactiveBlocksStillOnTheLink) {
+  // A proactive set of the whole KV at R = 8 is still on the link long after prefill.
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 8);
+  spec.options.smartgen.proactive_ratio = 0.5;  // budget = 2 x the KV: all of it
+  const SimResult with = RunOne(spec, kPrompt, 4);
+  const SimRequest& w = *with.requests[0];
+  EXPECT_NEAR(w.kv_ready, w.prefill_done_at + spec.options.smartgen.first_wait_ms / 1e3, 1e-9);
+  spec.options.smartgen.first_step = false;  // waits for every proactive block
+  const SimResult without = RunOne(spec, kPrompt, 4);
+  EXPECT_GT(without.requests[0]->kv_ready, w.kv_ready + 1.0);
+  EXPECT_LT(Ttst(w), 0.2 * Ttst(*without.requests[0]));
+}
+
+TEST(SimModes, AttendPresentReadsEveryPresentBlock) {
+  // At R = 2 the proactive set is 40 % of the KV: attending over it costs more than over the
+  // selection on a memory-bound decode step, and nothing when every block is present.
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 2);
+  spec.options.smartgen.speculative = false;
+  const SimResult present = RunOne(spec, kPrompt, 16);
+  spec.options.smartgen.attend_present = false;
+  const SimResult selected = RunOne(spec, kPrompt, 16);
+  EXPECT_GT(RequestRecord(*present.requests[0])["mean_tbt_ms"].get<double>(),
+            RequestRecord(*selected.requests[0])["mean_tbt_ms"].get<double>());
 }
 
 TEST(SimModes, AutoPicksLayerwiseWhenTheLinkHidesTheTransfer) {

@@ -7,25 +7,35 @@
 namespace smartgen::sim {
 namespace {
 
-TEST(SimOptions, ParsesTheRequestKeysAndTheSimulatorsOwn) {
+TEST(SimOptions, AreTheNodesOptionsPlusTheSimulatorsOwn) {
   auto d = ParseSmartgenSimOptions(nullptr);
   ASSERT_TRUE(d.ok());
-  EXPECT_DOUBLE_EQ(d->proactive_fill, 0.85);
-  EXPECT_EQ(d->wait, WaitPolicy::kUntilLanded);
+  // The node's defaults, from the node's struct.
+  const select::SmartgenOptions node;
+  EXPECT_EQ(select::ToJson(*d), select::ToJson(node));
+  EXPECT_FALSE(d->proactive_rate_share);
   auto o = ParseSmartgenSimOptions(nlohmann::json::parse(
-      R"({"budget_fraction": 0.25, "speculative": false, "wait": "bounded", "wait_slack_ms": 0.2,
-          "proactive_rate": "share", "sink_blocks": 2})"));
+      R"({"budget_fraction": 0.25, "speculative": false, "wait": "landed", "first_wait_ms": 5,
+          "proactive_rate": "share", "sink_blocks": 2, "attend_present": false})"));
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_FLOAT_EQ(o->on_demand.budget_fraction, 0.25f);
   EXPECT_FALSE(o->speculative);
-  EXPECT_EQ(o->wait, WaitPolicy::kBounded);
-  EXPECT_DOUBLE_EQ(o->wait_slack_s, 0.0002);
+  EXPECT_FALSE(o->attend_present);
+  EXPECT_DOUBLE_EQ(o->first_wait_ms, 5);
+  EXPECT_DOUBLE_EQ(o->wait_bound_ms, kWaitUntilLandedMs);
   EXPECT_TRUE(o->proactive_rate_share);
   EXPECT_EQ(o->proactive.sink_blocks, 2);  // one sink count for both paths
+  // The same keys through the node's parser give the same node options.
+  auto n = select::ParseSmartgenOptions(nlohmann::json::parse(
+      R"({"budget_fraction": 0.25, "speculative": false, "wait_bound_ms": 1e7, "first_wait_ms": 5,
+          "sink_blocks": 2, "attend_present": false})"));
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(select::ToJson(*n), select::ToJson(*o));
   // Round trip.
   auto back = ParseSmartgenSimOptions(ToJson(*o));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(ToJson(*back), ToJson(*o));
+  EXPECT_EQ(ParseSmartgenSimOptions(nlohmann::json::parse(R"({"wait": "bounded"})"))->wait_bound_ms, -1);
 }
 
 TEST(SimOptions, RejectsWrongTypesAndRanges) {
@@ -48,6 +58,7 @@ TEST(SimOptions, ProactiveRateShareSizesForTheLinkShare) {
   spec.options.n_prefill = spec.options.n_decode = 2;
   spec.options.topology = Topology::kShared;
   spec.options.link.gbps = testing::GbpsForRatio(spec, 2048, 4);
+  spec.options.smartgen.first_step = false;  // decoding waits for the whole proactive set
   const SimResult configured = testing::RunOne(spec, 2048, 8, 2);
   spec.options.smartgen.proactive_rate_share = true;
   const SimResult share = testing::RunOne(spec, 2048, 8, 2);

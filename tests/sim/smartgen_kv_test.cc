@@ -96,13 +96,29 @@ TEST(SmartgenKv, SlidingWindowLayersArePushedWholeAndNeverSelective) {
 }
 
 TEST(SelectionStats, ChurnDecaysFromStepTwo) {
-  const SelectionStats s = *SelectionStatsByName("random-weights");
+  const SelectionStats s = *SelectionStatsByName("random-weights-2026-11-30");
   EXPECT_DOUBLE_EQ(s.Churn(1), 1.0);
   EXPECT_DOUBLE_EQ(s.Churn(2), s.churn_step2);
   EXPECT_LT(s.Churn(60), 0.25 * s.Churn(2));
   EXPECT_GT(s.FirstStepPresent(0.15), 0.15);  // lift: better than a random set
   EXPECT_DOUBLE_EQ(s.FirstStepPresent(1.0), 1.0);
   EXPECT_FALSE(SelectionStatsByName("nope").ok());
+}
+
+TEST(SelectionStats, ReplaysARecordsPerStepChurnThenItsMean) {
+  const SelectionStats base = *SelectionStatsByName("random-weights");
+  const auto rec = nlohmann::json::parse(
+      R"({"selection_churn_per_step": [1.0, 0.3, 0.2], "selection_churn": 0.05, "prediction_hit_rate": 0.7})");
+  auto s = SelectionStatsFromRecord(rec, base);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_DOUBLE_EQ(s->Churn(1), 1.0);
+  EXPECT_DOUBLE_EQ(s->Churn(2), 0.3);
+  EXPECT_DOUBLE_EQ(s->Churn(3), 0.2);
+  EXPECT_DOUBLE_EQ(s->Churn(4), 0.05);   // past the recorded steps: the recorded mean
+  EXPECT_DOUBLE_EQ(s->Churn(50), 0.05);
+  EXPECT_DOUBLE_EQ(s->predictor_hit, 0.7);
+  EXPECT_DOUBLE_EQ(s->first_step_lift, base.first_step_lift);
+  EXPECT_EQ(SelectionStatsFromRecord(nlohmann::json::object(), base).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ TEST(SimValidation, RecordedR4PointAgreesWithin15Percent) {
   ASSERT_EQ(point.size(), 5u);
   ValidationOptions v;
   v.cpu = *HardwareByName("cpu");
-  v.stats = *SelectionStatsByName("random-weights");
+  v.stats = *SelectionStatsByName("random-weights-2026-11-30");
+  v.smartgen = *ParseSmartgenSimOptions(LegacyNodeOptions());  // the node of 2026-11-30
   auto report = Validate(point, v);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   for (const nlohmann::json& row : (*report)["records"]) {
@@ -67,7 +68,8 @@ TEST(SimValidation, LongOutputAndAblationRunsAgree) {
   records.insert(records.end(), extra->begin(), extra->end());
   ValidationOptions v;
   v.cpu = *HardwareByName("cpu");
-  v.stats = *SelectionStatsByName("random-weights");
+  v.stats = *SelectionStatsByName("random-weights-2026-11-30");
+  v.smartgen = *ParseSmartgenSimOptions(LegacyNodeOptions());  // the node of 2026-11-30
   auto report = Validate(records, v);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   const nlohmann::json& rows = (*report)["records"];
@@ -85,6 +87,98 @@ TEST(SimValidation, LongOutputAndAblationRunsAgree) {
   EXPECT_TRUE(rows[6]["simulated"]["time_to_exact_ms"].is_number());
   // Proactive only never fetches and never becomes exact.
   EXPECT_TRUE(rows[7]["simulated"]["time_to_exact_ms"].is_null());
+}
+
+TEST(SimValidation, FreshSweepTransferBoundFiguresAgreeWithin15Percent) {
+  // The node after issue 15 on a loaded machine: what the link decides agrees; SmartGen's
+  // tens-of-ms TTST and TBT are the load's (docs/RESULTS.md), and are not asserted here.
+  auto records = ReadMeasuredRecords(std::string(SMARTGEN_SOURCE_DIR) + "/tests/sim/data/ttst_sweep_2026-12-01.jsonl");
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_EQ(records->size(), 33u);
+  ValidationOptions v;
+  v.cpu = *HardwareByName("cpu");
+  v.stats = *SelectionStatsByName("random-weights");
+  v.calibration = Calibration::kOwn;
+  v.replay_selection = true;
+  auto report = Validate(*records, v);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  int checked = 0;
+  for (const nlohmann::json& row : (*report)["records"]) {
+    const std::string mode = row["mode"];
+    SCOPED_TRACE(row.dump());
+    if (mode == "full" || mode == "layerwise") {
+      EXPECT_LE(Err(row, "time_to_exact"), 0.15);
+      EXPECT_LE(Err(row, "e2e"), 0.15);
+      // Token 2 waits for the transfer left after prefill: where that is most of it.
+      if (mode == "full" || row["measured_R"].get<double>() >= 1.3) {
+        EXPECT_LE(Err(row, "ttst"), 0.15);
+      }
+      ++checked;
+    }
+    if (mode == "smartgen" && row["measured"]["time_to_exact_ms"].is_number()) {
+      EXPECT_LE(Err(row, "time_to_exact"), 0.15);
+      EXPECT_NEAR(row["simulated"]["bytes_over_full"].get<double>(), row["measured"]["bytes_over_full"].get<double>(), 0.01);
+    }
+  }
+  EXPECT_EQ(checked, 13);
+}
+
+// stories260K (trained weights) through the serving path: its SmartGen record carries the
+// node's per-step selection statistics, which the simulator replays.
+ModelShape Stories260k() {
+  ModelShape s;  // the GGUF's metadata (../shared/models/stories260K.gguf)
+  s.name = "stories260k";
+  s.n_layers = 5;
+  s.n_embd = 64;
+  s.n_heads = 8;
+  s.n_kv_heads = 4;
+  s.head_dim = 8;
+  s.n_ff = 172;
+  s.n_vocab = 512;
+  s.weight_bytes_per_param = 4;
+  return s;
+}
+
+TEST(SimValidation, ReplaysTheRecordedSelectionsOfAStories260kRun) {
+  auto records = ReadMeasuredRecords(std::string(SMARTGEN_SOURCE_DIR) +
+                                     "/tests/sim/data/stories260k_r4_2026-12-01.jsonl");
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_EQ(records->size(), 3u);
+  const MeasuredRecord& sg = (*records)[2];
+  ASSERT_EQ(sg.mode, Mode::kSmartgen);
+  ASSERT_TRUE(sg.selection.contains("selection_fresh_per_step"));
+  ValidationOptions v;
+  v.cpu = *HardwareByName("cpu");
+  v.stats = *SelectionStatsByName("random-weights");
+  v.shape = Stories260k();
+  v.calibration = Calibration::kOwn;
+  v.replay_selection = true;
+  auto report = Validate(*records, v);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const nlohmann::json& rows = (*report)["records"];
+  EXPECT_EQ(rows[2]["selection_stats"], "replay");
+  // Layer-wise: the transfer through the engine's token bucket (its 64 KiB burst is a quarter
+  // of this KV), within 15 %.
+  EXPECT_LE(Err(rows[1], "ttst"), 0.15) << rows[1].dump();
+  EXPECT_LE(Err(rows[1], "time_to_exact"), 0.15) << rows[1].dump();
+  // SmartGen: token 2 after the first-step wait and the mean TBT with its bounded waits agree
+  // within 25 % here (not the 15 % target: docs/RESULTS.md says where it misses); neither
+  // run became exact.
+  EXPECT_LE(Err(rows[2], "ttst"), 0.25) << rows[2].dump();
+  EXPECT_LE(Err(rows[2], "mean_tbt"), 0.25) << rows[2].dump();
+  EXPECT_TRUE(rows[2]["exact_agrees"].get<bool>());
+  // Replaying the node's share of never-selected blocks (4.9 % per step) instead of its churn
+  // against the previous step (19.5 %, blocks that come back count as new) fetches less on
+  // demand, closer to the 29 KB the node fetched.
+  MeasuredRecord churn_only = sg;
+  churn_only.selection.erase("selection_fresh_per_step");
+  churn_only.selection.erase("selection_fresh");
+  std::vector<MeasuredRecord> two = {(*records)[0], churn_only};
+  auto churn_report = Validate(two, v);
+  ASSERT_TRUE(churn_report.ok());
+  const double fresh_od = rows[2]["simulated"]["bytes"]["on_demand"].get<double>();
+  const double churn_od = (*churn_report)["records"][1]["simulated"]["bytes"]["on_demand"].get<double>();
+  EXPECT_LT(fresh_od, churn_od);
 }
 
 TEST(SimValidation, MalformedRecordsNameTheLine) {

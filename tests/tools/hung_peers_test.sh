@@ -24,6 +24,8 @@ fail() { echo "FAIL: $*" >&2; for f in "$WORK"/*.err; do echo "--- $f" >&2; tail
 
 start() {  # NAME ARGS...: sets PORT and PID
   local name=$1; shift
+  : > "$WORK/$name.out"  # exists before the child opens it (sed reads it at once)
+  : > "$WORK/$name.err"
   "$BIN" "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" &
   PID=$!
   pids+=("$PID")

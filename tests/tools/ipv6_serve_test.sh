@@ -20,6 +20,8 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$WORK"/*.err; do echo "--- $f" >&2; tail -5 "$f" >&2; done; exit 1; }
 start() {  # NAME ARGS...: PORT = its HTTP port
   local name=$1; shift
+  : > "$WORK/$name.out"  # exists before the child opens it (sed reads it at once)
+  : > "$WORK/$name.err"
   "$BIN" "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" &
   pids+=($!)
   PORT=""

@@ -71,6 +71,8 @@ chmod 600 "$WORK/token"
 # start NAME NS ARGS...: `smartgen ARGS...` in namespace NS ("" = this host); PORT = its port.
 start() {
   local name=$1 ns=$2; shift 2
+  : > "$WORK/$name.out"  # exists before the child opens it (sed reads it at once)
+  : > "$WORK/$name.err"
   if [ -n "$ns" ]; then
     ip netns exec "sgdep$TAG-$ns" "$BIN" "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" &
   else

@@ -20,6 +20,10 @@ fail() { echo "FAIL: $*" >&2; for f in "$WORK"/*.err; do echo "--- $f" >&2; tail
 # start NAME ARGS...: runs `smartgen ARGS...` in the background; PORT = its HTTP port.
 start() {
   local name=$1; shift
+  # The files exist before the child opens them: under load the child may not have run its
+  # redirections when the first sed below reads them (sed then fails, and set -e ends the test).
+  : > "$WORK/$name.out"
+  : > "$WORK/$name.err"
   "$BIN" "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" &
   pids+=($!)
   PORT=""

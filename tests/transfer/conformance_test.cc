@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "transfer/fault/fault_transport.h"
+#include "transfer/int8_wire.h"
 #include "transfer/loopback/loopback_transport.h"
 #include "transfer/tcp/tcp_transport.h"
 #include "transfer/ucx/ucx_transport.h"
@@ -125,7 +126,7 @@ TEST_P(TransferConformance, ScatteredBlocksArriveAsCoalescedRuns) {
   EndpointPair p = Pair(32);
   ASSERT_TRUE(p.decode);
   std::vector<BlockRange> ranges;
-  for (std::uint32_t b : {3u, 4u, 5u, 9u, 31u, 0u, 4u}) ranges.push_back({kRequest, 2, 1, b, 1});
+  for (std::int32_t b : {3, 4, 5, 9, 31, 0, 4}) ranges.push_back({kRequest, 2, 1, b, 1});
   auto h = p.decode->Post(p.prefill_peer, {Direction::kPull, Priority::kOnDemand, ranges});
   ASSERT_TRUE(h.ok());
   ASSERT_TRUE(p.decode->Wait(*h, Deadline::After(core::Seconds(10))).ok());
@@ -133,6 +134,55 @@ TEST_P(TransferConformance, ScatteredBlocksArriveAsCoalescedRuns) {
   EXPECT_EQ(p.decode_store->PresentBlocks(kRequest), 6u);
   EXPECT_TRUE(p.decode_store->IsPresent({kRequest, 2, 1, 31}));
   EXPECT_FALSE(p.decode_store->IsPresent({kRequest, 2, 1, 6}));
+  EXPECT_TRUE(p.decode_store->VerifyRequest(kRequest).ok());
+}
+
+// Int8 copies (TransferRequest::wire): pulled and pushed blocks land approximate, at about
+// half the bytes; an exact copy of the same blocks then replaces them.
+TEST_P(TransferConformance, Int8CopiesLandApproximateAndExactCopiesReplaceThem) {
+  EndpointPair p = Pair(16);
+  ASSERT_TRUE(p.decode);
+  const std::uint64_t n = 4u * 2 * 16;
+  TransferRequest pull{Direction::kPull, Priority::kOnDemand,
+                       AllRanges(TestGeometry(), kRequest, 8)};
+  pull.wire = WireFormat::kInt8;
+  auto h = p.decode->Post(p.prefill_peer, pull);
+  ASSERT_TRUE(h.ok());
+  ASSERT_TRUE(p.decode->Wait(*h, Deadline::After(core::Seconds(10))).ok());
+  std::vector<BlockRange> rest;
+  for (const BlockRange& r : AllRanges(TestGeometry(), kRequest, 16)) {
+    rest.push_back({kRequest, r.layer, r.kv_head, 8, 8});
+  }
+  TransferRequest push{Direction::kPush, Priority::kProactive, rest};
+  push.wire = WireFormat::kInt8;
+  auto pushed = p.prefill->Post(p.decode_peer, push);
+  ASSERT_TRUE(pushed.ok());
+  ASSERT_TRUE(p.prefill->Wait(*pushed, Deadline::After(core::Seconds(10))).ok());
+  EXPECT_EQ(p.decode_store->PresentBlocks(kRequest), n);
+  EXPECT_EQ(p.decode_store->approximate_count(), n);
+  EXPECT_TRUE(p.decode_store->IsApproximate({kRequest, 3, 1, 15}));
+  EXPECT_FALSE(p.decode_store->IsPresent({kRequest, 3, 1, 15}));
+  const Metrics m = p.decode->GetMetrics();
+  const PriorityMetrics& od = m.by_priority[static_cast<int>(Priority::kOnDemand)];
+  EXPECT_EQ(od.int8_blocks_received, n / 2);
+  EXPECT_EQ(od.bytes_received, n / 2 * Int8BlockBytes(TestGeometry()));
+  // (The receiver counts before it acknowledges; the sender's counts may trail its Wait.)
+  EXPECT_EQ(m.by_priority[static_cast<int>(Priority::kProactive)].int8_blocks_received, n / 2);
+
+  // The exact copies replace every approximate one and hold the source's bytes.
+  auto exact = p.decode->Post(p.prefill_peer, {Direction::kPull, Priority::kSpeculative,
+                                               AllRanges(TestGeometry(), kRequest, 16)});
+  ASSERT_TRUE(exact.ok());
+  ASSERT_TRUE(p.decode->Wait(*exact, Deadline::After(core::Seconds(10))).ok());
+  EXPECT_TRUE(p.decode_store->IsPresent({kRequest, 3, 1, 15}));
+  EXPECT_FALSE(p.decode_store->IsApproximate({kRequest, 0, 0, 0}));
+  EXPECT_EQ(p.decode_store->PresentBlocks(kRequest), n);
+  EXPECT_TRUE(p.decode_store->VerifyRequest(kRequest).ok());
+  // An int8 copy of a block held exactly is dropped, never written over it.
+  auto late = p.decode->Post(p.prefill_peer, pull);
+  ASSERT_TRUE(late.ok());
+  ASSERT_TRUE(p.decode->Wait(*late, Deadline::After(core::Seconds(10))).ok());
+  EXPECT_TRUE(p.decode_store->IsPresent({kRequest, 0, 0, 0}));
   EXPECT_TRUE(p.decode_store->VerifyRequest(kRequest).ok());
 }
 

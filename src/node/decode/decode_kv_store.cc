@@ -4,13 +4,17 @@
 #include <thread>
 
 #include "core/log.h"
+#include "node/common/node_config.h"
+#include "transfer/int8_wire.h"
 
 namespace smartgen::node {
 
 Result<std::shared_ptr<DecodeKvStore::Entry>> DecodeKvStore::Add(std::uint64_t request_id,
-                                                                  std::int64_t n_prompt,
-                                                                  std::int64_t capacity_tokens) {
-  auto entry = std::make_shared<Entry>(pool_, pool_->geometry(), n_prompt, request_id);
+                                                                 std::int64_t n_prompt,
+                                                                 std::int64_t capacity_tokens,
+                                                                 bool decodes_early) {
+  auto entry =
+      std::make_shared<Entry>(pool_, pool_->geometry(), n_prompt, request_id, decodes_early);
   SG_RETURN_IF_ERROR(entry->kv.Reserve(std::max(n_prompt, capacity_tokens)));
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.count(request_id)) return InvalidArgument("request {} is already known", request_id);
@@ -82,7 +86,7 @@ Status DecodeKvStore::Admit(transfer::PeerId peer, const transfer::BlockRange& r
   return PermissionDenied("request {} does not take KV from this link", range.request_id);
 }
 
-Status DecodeKvStore::Prepare(const transfer::BlockKey& key,
+Status DecodeKvStore::Prepare(const transfer::BlockKey& key, transfer::WireFormat wire,
                               transfer::BlockDestination* destination,
                               transfer::SinkAction* action) {
   std::shared_ptr<Entry> e = Find(key.request_id);
@@ -96,29 +100,29 @@ Status DecodeKvStore::Prepare(const transfer::BlockKey& key,
     return InvalidArgument("block {}/{}/{} is outside request {}'s prompt", key.layer,
                            key.kv_head, key.block, key.request_id);
   }
-  if (e->residency.present(key.layer, key.kv_head, key.block)) {
-    e->blocks_duplicate.fetch_add(1, std::memory_order_relaxed);
-    *action = transfer::SinkAction::kDiscard;
-    return Status::Ok();
-  }
-  std::byte* data = e->kv.BlockData(key.layer, key.kv_head, key.block);
-  destination->k = {data, g.half_block_bytes()};
-  destination->v = {data + g.half_block_bytes(), g.half_block_bytes()};
+  // The owner keeps the entry (and its KV) alive and counts as a pending write.
   e->pending_writes.fetch_add(1, std::memory_order_acq_rel);
   Entry* raw = e.get();
-  destination->owner = std::shared_ptr<const void>(raw, [e = std::move(e)](const void*) {
-    e->pending_writes.fetch_sub(1, std::memory_order_acq_rel);
-  });
-  *action = transfer::SinkAction::kWrite;
+  auto owner = std::shared_ptr<const void>(
+      raw, [e](const void*) { e->pending_writes.fetch_sub(1, std::memory_order_acq_rel); });
+  *action = e->staged.Prepare(key.key(), wire, std::move(owner), destination);
+  if (*action == transfer::SinkAction::kDiscard) {
+    e->blocks_duplicate.fetch_add(1, std::memory_order_relaxed);
+    e->bytes_duplicate.fetch_add(WireBytes(wire), std::memory_order_relaxed);
+  }
   return Status::Ok();
 }
 
-void DecodeKvStore::OnBlockReady(const transfer::BlockKey& key) {
+void DecodeKvStore::OnBlockReady(const transfer::BlockKey& key, transfer::WireFormat wire,
+                                 const transfer::BlockDestination& destination) {
   // A request removed meanwhile no longer counts what arrives for it.
   if (auto e = Find(key.request_id)) {
     kv::BlockState previous = kv::BlockState::kAbsent;
-    e->residency.MarkPresent(key.layer, key.kv_head, key.block, &previous);
+    if (!e->staged.OnReady(key.key(), wire, destination, &previous)) {
+      e->residency.Wake();  // a staged copy: the engine applies it (a waiting step re-checks)
+    }
     e->blocks_received.fetch_add(1, std::memory_order_relaxed);
+    e->bytes_received.fetch_add(WireBytes(wire), std::memory_order_relaxed);
     if (previous == kv::BlockState::kRequested) {
       e->blocks_requested_received.fetch_add(1, std::memory_order_relaxed);
     }
@@ -127,8 +131,15 @@ void DecodeKvStore::OnBlockReady(const transfer::BlockKey& key) {
   }
 }
 
-void DecodeKvStore::OnBlockRejected(const transfer::BlockKey& key, const Status&) {
-  if (auto e = Find(key.request_id)) e->residency.MarkAbsent(key.layer, key.kv_head, key.block);
+std::uint64_t DecodeKvStore::WireBytes(transfer::WireFormat wire) const {
+  const kv::KvGeometry& g = pool_->geometry();
+  return wire == transfer::WireFormat::kInt8 ? transfer::Int8BlockBytes(ToTransferGeometry(g))
+                                             : g.block_bytes();
+}
+
+void DecodeKvStore::OnBlockRejected(const transfer::BlockKey& key,
+                                    const transfer::BlockDestination& destination, const Status&) {
+  if (auto e = Find(key.request_id)) e->staged.OnRejected(key.key(), destination);
 }
 
 }  // namespace smartgen::node

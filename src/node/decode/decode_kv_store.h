@@ -14,18 +14,19 @@
 #pragma once
 
 #include <atomic>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <vector>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/metrics.h"
 #include "kv/block_pool.h"
 #include "kv/residency.h"
 #include "kv/sequence_kv.h"
+#include "node/decode/staged_copies.h"
 #include "transfer/block_io.h"
 
 namespace smartgen::node {
@@ -33,15 +34,22 @@ namespace smartgen::node {
 class DecodeKvStore final : public transfer::BlockSink {
  public:
   struct Entry {
-    Entry(kv::BlockPool* pool, const kv::KvGeometry& g, std::int64_t n_prompt, std::uint64_t id)
-        : kv(pool), residency(g.n_layers, g.n_kv_heads, g.BlocksFor(n_prompt)), n_prompt(n_prompt),
-          request_id(id) {}
+    Entry(kv::BlockPool* pool, const kv::KvGeometry& g, std::int64_t n_prompt, std::uint64_t id,
+          bool stage_last_block)
+        : kv(pool),
+          residency(g.n_layers, g.n_kv_heads, g.BlocksFor(n_prompt)),
+          n_prompt(n_prompt),
+          request_id(id),
+          staged(&kv, &residency, n_prompt, stage_last_block) {}
     kv::SequenceKv kv;
     kv::Residency residency;  // over the prompt's blocks
     std::int64_t n_prompt;
     std::uint64_t request_id;
     std::atomic<std::uint64_t> blocks_received{0};  // verified copies written (duplicates too)
     std::atomic<std::uint64_t> blocks_duplicate{0};  // arrived when already present: dropped
+    // Bytes those copies took on the wire (int8 copies are smaller than native ones).
+    std::atomic<std::uint64_t> bytes_received{0};
+    std::atomic<std::uint64_t> bytes_duplicate{0};
     std::atomic<std::uint64_t> blocks_requested_received{0};  // ... of blocks asked for on demand
     std::atomic<core::Nanos> last_block_at{0};  // when the last verified block landed
     // Destinations handed to the engine and not yet let go (each one's owner holds a count).
@@ -49,6 +57,7 @@ class DecodeKvStore final : public transfer::BlockSink {
     // The KV link (PeerId::value) this request takes blocks from; 0 until Bind.
     std::atomic<std::uint64_t> link{0};
     std::atomic<std::uint64_t> frames_refused{0};  // data frames from another link
+    StagedCopies staged;  // copies that must not be written in place (after kv: uses it)
   };
 
   explicit DecodeKvStore(kv::BlockPool* pool) : pool_(pool) {}
@@ -59,8 +68,10 @@ class DecodeKvStore final : public transfer::BlockSink {
 
   // Registers a request whose prompt has n_prompt tokens and reserves KV for `capacity_tokens`
   // (prompt + output). kResourceExhausted when the pool is full; kInvalidArgument if known.
+  // `decodes_early`: the request decodes while its KV still arrives (SmartGen), so copies of
+  // its partial last block are staged (StagedCopies).
   Result<std::shared_ptr<Entry>> Add(std::uint64_t request_id, std::int64_t n_prompt,
-                                     std::int64_t capacity_tokens);
+                                     std::int64_t capacity_tokens, bool decodes_early = false);
   std::shared_ptr<Entry> Find(std::uint64_t request_id) const;
   // Forgets the request; later blocks for it are discarded. Waiters are cancelled.
   void Remove(std::uint64_t request_id);
@@ -76,12 +87,17 @@ class DecodeKvStore final : public transfer::BlockSink {
   // transfer::BlockSink
   // kPermissionDenied for a frame of a known request from a link it is not tied to.
   Status Admit(transfer::PeerId peer, const transfer::BlockRange& range) override;
-  Status Prepare(const transfer::BlockKey& key, transfer::BlockDestination* destination,
-                 transfer::SinkAction* action) override;
-  void OnBlockReady(const transfer::BlockKey& key) override;
-  void OnBlockRejected(const transfer::BlockKey& key, const Status& why) override;
+  Status Prepare(const transfer::BlockKey& key, transfer::WireFormat wire,
+                 transfer::BlockDestination* destination, transfer::SinkAction* action) override;
+  void OnBlockReady(const transfer::BlockKey& key, transfer::WireFormat wire,
+                    const transfer::BlockDestination& destination) override;
+  void OnBlockRejected(const transfer::BlockKey& key, const transfer::BlockDestination& destination,
+                       const Status& why) override;
 
  private:
+  // Bytes one block takes on the wire in `wire`.
+  std::uint64_t WireBytes(transfer::WireFormat wire) const;
+
   kv::BlockPool* pool_;
   std::function<void()> on_block_ready_;
   core::Counter* refused_ = nullptr;

@@ -128,7 +128,8 @@ void DecodeNode::OnPeerDown(transfer::PeerId peer, const Status& why) {
   }
 }
 
-Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<kv::BlockKey>& keys) {
+Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<kv::BlockKey>& keys,
+                         transfer::WireFormat wire) {
   std::optional<transfer::PeerId> peer;
   {
     std::lock_guard<std::mutex> lock(r.mu);
@@ -136,14 +137,18 @@ Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<kv::BlockKey>& keys
   }
   if (!peer) return Unavailable("request {} has no KV peer yet", r.id());
   const std::uint64_t id = r.id();
-  endpoint_->SendControl(*peer, static_cast<std::uint32_t>(ControlType::kRequested),
-                         EncodeControl(ControlMessage::Requested(id, keys)))
-      .IgnoreError();
+  if (wire == transfer::WireFormat::kNative) {
+    endpoint_
+        ->SendControl(*peer, static_cast<std::uint32_t>(ControlType::kRequested),
+                      EncodeControl(ControlMessage::Requested(id, keys)))
+        .IgnoreError();
+  }
   transfer::TransferRequest t;
   t.direction = transfer::Direction::kPull;
   t.priority = transfer::Priority::kOnDemand;
   t.deadline = core::Deadline::After(r.call.timeout_ms * core::kNanosPerMilli);
   t.ranges = transfer::RangesOf(id, keys);
+  t.wire = wire;
   SG_ASSIGN_OR_RETURN(transfer::TransferHandle handle, endpoint_->Post(*peer, t));
   endpoint_->Release(handle);  // arrival is tracked by residency
   return Status::Ok();

@@ -184,9 +184,9 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call, std::string
     }
   }
   if (call.mode == TransferMode::kAuto) return InvalidArgument("mode 'auto' is resolved by the router");
-  std::optional<SmartgenOptions> options;
+  std::optional<select::SmartgenOptions> options;
   if (call.mode == TransferMode::kSmartgen) {
-    SG_ASSIGN_OR_RETURN(options, ParseSmartgenOptions(call.spec.options));
+    SG_ASSIGN_OR_RETURN(options, select::ParseSmartgenOptions(call.spec.options));
   }
   if (!call.request_id.valid()) return InvalidArgument("decode call: no request id");
   auto r = std::make_shared<DecodeRequest>(std::move(call), std::move(caller), DeadlinesOf(config_));
@@ -196,22 +196,26 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call, std::string
     r->local_kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
     SG_RETURN_IF_ERROR(r->local_kv->Reserve(capacity));
   } else {
-    SG_ASSIGN_OR_RETURN(r->entry, store_.Add(id, n_prompt, capacity));
+    SG_ASSIGN_OR_RETURN(
+        r->entry, store_.Add(id, n_prompt, capacity, r->call.mode == TransferMode::kSmartgen));
   }
   if (options) {
     const std::weak_ptr<DecodeRequest> weak = r;
     auto session = std::make_unique<SmartgenSession>(
         rt_.model->config(), &r->entry->kv, &r->entry->residency, n_prompt, *options,
         select::PickProfile(rt_.profiles, n_prompt),
-        [this, weak](const std::vector<kv::BlockKey>& keys) {
+        [this, weak,
+         wire = options->int8_wire ? transfer::WireFormat::kInt8 : transfer::WireFormat::kNative](
+            const std::vector<kv::BlockKey>& keys) {
           auto rr = weak.lock();
-          return rr ? Fetch(*rr, keys) : Cancelled("request ended");
+          return rr ? Fetch(*rr, keys, wire) : Cancelled("request ended");
         },
         [this, weak] {
           auto rr = weak.lock();
           return rr ? RecomputeMissing(*rr) : Cancelled("request ended");
         },
         core::Seconds(config_.step_timeout_s));
+    session->set_staged(&r->entry->staged);
     session->set_link_rate([this] { return endpoint_->GetMetrics().receive_gbps * 1e9 / 8; });
     session->set_on_exact([this, weak] {
       auto rr = weak.lock();
@@ -390,14 +394,13 @@ void DecodeNode::Finish(const RequestPtr& r, const Status& status, const std::st
     std::lock_guard<std::mutex> lock(r->mu);
     stats["mode"] = TransferModeName(r->call.mode);
     stats["fallback"] = r->state.state() == DecodeState::kFallback || r->recomputed;
-    const double block_bytes = static_cast<double>(rt_.blocks->geometry().block_bytes());
     double on_wire = 0;
     if (r->entry) {
       // Everything that crossed the link for this request: blocks kept, blocks dropped as
       // duplicates, and SmartGen's summaries (below).
-      stats["kv_bytes_received"] = static_cast<double>(r->entry->blocks_received.load()) * block_bytes;
-      on_wire = static_cast<double>(r->entry->blocks_received.load() + r->entry->blocks_duplicate.load()) *
-                block_bytes;
+      stats["kv_bytes_received"] = static_cast<double>(r->entry->bytes_received.load());
+      on_wire =
+          static_cast<double>(r->entry->bytes_received.load() + r->entry->bytes_duplicate.load());
       stats["kv_blocks_duplicate"] = r->entry->blocks_duplicate.load();
     } else {
       stats["kv_bytes_received"] = 0;

@@ -102,7 +102,9 @@ class DecodeNode {
   RequestPtr FindRequest(std::uint64_t id) const;
   void Reject(transfer::PeerId peer, std::uint32_t type, const Status& why);
   // SmartGen: posts an on-demand pull of `keys` to the request's prefill node.
-  Status Fetch(DecodeRequest& r, const std::vector<kv::BlockKey>& keys);
+  // Pulls `keys` at on-demand priority, in `wire`. Exact copies are announced to the prefill
+  // node (kRequested) so its speculative stream skips them; int8 copies are not.
+  Status Fetch(DecodeRequest& r, const std::vector<kv::BlockKey>& keys, transfer::WireFormat wire);
   // Computes the prompt here and fills every absent block of the request's KV.
   Status RecomputeMissing(DecodeRequest& r);
   void RecordSmartgen(const nlohmann::json& sg);

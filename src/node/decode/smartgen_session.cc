@@ -6,13 +6,16 @@
 
 #include "kernels/attention.h"
 #include "kernels/lse_merge.h"
+#include "node/common/node_config.h"
+#include "select/path_sizing.h"
 #include "select/selective_attention.h"
+#include "transfer/int8_wire.h"
 
 namespace smartgen::node {
 
 SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceKv* kv,
                                  kv::Residency* residency, std::int64_t n_prompt,
-                                 const SmartgenOptions& options, const select::Profile* profile,
+                                 const select::SmartgenOptions& options, const select::Profile* profile,
                                  FetchFn fetch, RecomputeFn recompute, core::Nanos step_timeout)
     : config_(config),
       kv_(kv),
@@ -35,6 +38,7 @@ SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceK
                               static_cast<std::int32_t>(residency->n_blocks())}),
       layer_stall_ms_(config.n_layers, 0.0),
       local_ms_(config.n_layers, 0.0),
+      ever_selected_(kv::BlockGrid{config.n_layers, config.n_kv_heads, static_cast<std::int32_t>(residency->n_blocks())}),
       o2_(static_cast<std::size_t>(config.n_group()) * config.head_dim),
       lse_(config.n_group()),
       lse2_(config.n_group()),
@@ -90,6 +94,7 @@ void SmartgenSession::OnLinkDown() {
 }
 
 bool SmartgenSession::Ready(core::Nanos prefill_done_at) {
+  if (staged_) staged_->Apply();
   std::lock_guard<std::mutex> lock(mu_);
   bool all_present = true;
   for (int l = 0; l < config_.n_layers; ++l) {
@@ -154,27 +159,20 @@ Status SmartgenSession::Request(int layer, const select::LayerSelection& sel,
   return RequestKeys(keys);
 }
 
+double SmartgenSession::WireBlockBytes() const {
+  const kv::KvGeometry& g = kv_->geometry();
+  if (!options_.int8_wire) return static_cast<double>(g.block_bytes());
+  return static_cast<double>(transfer::Int8BlockBytes(ToTransferGeometry(g)));
+}
+
 std::int64_t SmartgenSession::FetchCap() const {
-  if (options_.max_fetch_blocks > 0) return options_.max_fetch_blocks;
-  // What the link brings in about two steps, spread over the layers: more would only queue
-  // behind itself (the rest comes later, or with the speculative stream).
-  const double rate = link_bytes_per_s_;  // measured at the step's start; 0 = not yet
-  if (rate <= 0 || step_ms_ <= 0) return kDefaultFetchCap;
-  const double blocks = rate * 2 * step_ms_ / 1e3 / static_cast<double>(kv_->geometry().block_bytes()) /
-                        static_cast<double>(config_.n_layers);
-  return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(blocks)), 1, kDefaultFetchCap * 16);
+  // link_bytes_per_s_ is measured at the step's start (0 = not yet); a block costs its wire size.
+  return select::FetchCapBlocks(options_, link_bytes_per_s_, step_ms_, WireBlockBytes(), config_.n_layers);
 }
 
 core::Nanos SmartgenSession::WaitBound(int layer) const {
-  if (options_.wait_bound_ms >= 0) return static_cast<core::Nanos>(options_.wait_bound_ms * core::kNanosPerMilli);
-  // Auto: the larger of the layer's share of the step's budget (wait_share of the step's own
-  // time plus step_slack_ms, spread over the layers) and wait_factor x its local attention
-  // time + wait_slack_ms. A step then takes at most about (1 + wait_share) x its own time plus
-  // step_slack_ms.
-  const double step_share = (options_.wait_share * step_compute_ms_ + options_.step_slack_ms) /
-                            static_cast<double>(config_.n_layers);
-  const double layer_own = options_.wait_factor * local_ms_[layer] + options_.wait_slack_ms;
-  return static_cast<core::Nanos>(std::max(step_share, layer_own) * core::kNanosPerMilli);
+  const double ms = select::LayerWaitBoundMs(options_, step_compute_ms_, local_ms_[layer], config_.n_layers);
+  return static_cast<core::Nanos>(ms * core::kNanosPerMilli);
 }
 
 void SmartgenSession::RequestPredicted(int layer) {
@@ -246,6 +244,7 @@ bool SmartgenSession::TakeFirstStep(int layer, select::LayerSelection* sel) {
 }
 
 Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, float* out) {
+  if (layer == 0 && staged_) staged_->Apply();  // between steps: nothing reads the KV now
   if (layer == 0) {
     const core::Nanos now = core::NowNanos();
     if (step_start_ != 0) {
@@ -274,6 +273,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   select::LayerSelection sel;
   selector_.Select(layer, q, *summaries, &sel);
   ScorePrediction(layer, sel);
+  CountFresh(layer, sel);
   const bool first_step = TakeFirstStep(layer, &sel);
 
   // The selected blocks that are not here, highest score first.
@@ -410,6 +410,19 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   return Status::Ok();
 }
 
+void SmartgenSession::CountFresh(int layer, const select::LayerSelection& sel) {
+  // Score-selected blocks only: sinks and the local window are chosen at every step.
+  const auto n_blocks = static_cast<std::int32_t>(residency_->n_blocks());
+  const std::int32_t lo = options_.on_demand.sink_blocks, hi = n_blocks - options_.on_demand.local_blocks;
+  for (int h = 0; h < static_cast<int>(sel.heads.size()); ++h) {
+    for (std::int32_t b : sel.heads[h]) {
+      if (b < lo || b >= hi) continue;
+      ++step_scored_;
+      if (ever_selected_.Insert({layer, h, b})) ++step_fresh_;
+    }
+  }
+}
+
 void SmartgenSession::RecordPresence(int layer, const select::LayerSelection& sel) {
   // Per head, the selected blocks' share of the summary-bound attention mass that took part.
   double mass = 0, present_mass = 0;
@@ -435,7 +448,19 @@ void SmartgenSession::RecordPresence(int layer, const select::LayerSelection& se
     if (step_ratio_.size() < 64 && step_selected_ > 0) {
       step_ratio_.push_back(static_cast<double>(step_missing_) / static_cast<double>(step_selected_));
       step_present_share_.push_back(step_mass_ > 0 ? step_present_mass_ / step_mass_ : 1.0);
+      // This step's selection churn: scored blocks its layers had not chosen the step before.
+      const std::int64_t scored = selector_.scored_blocks() - churn_scored_;
+      const std::int64_t changed = selector_.changed_blocks() - churn_changed_;
+      step_churn_.push_back(scored > 0 ? static_cast<double>(changed) / static_cast<double>(scored) : 1.0);
+      step_fresh_share_.push_back(step_scored_ > 0 ? static_cast<double>(step_fresh_) / static_cast<double>(step_scored_) : 0.0);
     }
+    if (step_ratio_.size() > 1) {  // steps 2.. (step 1 selects everything anew)
+      fresh_total_ += step_fresh_;
+      fresh_scored_ += step_scored_;
+    }
+    step_fresh_ = step_scored_ = 0;
+    churn_scored_ = selector_.scored_blocks();
+    churn_changed_ = selector_.changed_blocks();
     step_selected_ = step_missing_ = 0;
     step_mass_ = step_present_mass_ = 0;
   }
@@ -443,26 +468,36 @@ void SmartgenSession::RecordPresence(int layer, const select::LayerSelection& se
 
 nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_received,
                                       std::uint64_t requested_received) const {
+  // The proactive, first-step and on-demand copies in their wire form (int8 with int8_wire);
+  // the rest of what arrived is the speculative stream's, in the KV dtype.
   const double block_bytes = static_cast<double>(kv_->geometry().block_bytes());
-  const double proactive = static_cast<double>(proactive_blocks_) * block_bytes;
-  const double on_demand = static_cast<double>(requested_received) * block_bytes;
-  const double received = static_cast<double>(blocks_received) * block_bytes;
+  const double wire_bytes = WireBlockBytes();
+  const double proactive = static_cast<double>(proactive_blocks_) * wire_bytes;
+  const double on_demand = static_cast<double>(requested_received) * wire_bytes;
+  const double speculative_blocks = std::max<double>(
+      0.0, static_cast<double>(blocks_received) - static_cast<double>(proactive_blocks_) -
+               static_cast<double>(first_step_blocks_) - static_cast<double>(requested_received));
   nlohmann::json j;
   if (exact_at_ != 0) j["time_to_exact_ms"] = core::ToMillis(exact_at_ - start);
   j["recomputed_locally"] = recovered_;
   // Every announced first-step block is pushed (like the proactive ones).
-  const double first_step = static_cast<double>(first_step_blocks_) * block_bytes;
+  const double first_step = static_cast<double>(first_step_blocks_) * wire_bytes;
   j["bytes_by_path"] = {{"summaries", summary_bytes_},
                         {"proactive", proactive},
                         {"first_step", first_step},
                         {"on_demand", on_demand},
-                        {"speculative", std::max(0.0, received - proactive - first_step - on_demand)}};
+                        {"speculative", speculative_blocks * block_bytes}};
+  j["int8_wire"] = options_.int8_wire;
   j["on_demand_ratio"] = selected_ > 0 ? static_cast<double>(missing_) / static_cast<double>(selected_) : 0.0;
   j["on_demand_ratio_per_step"] = step_ratio_;
   j["layer_stall_ms"] = layer_stall_ms_;
   j["present_mass_share_per_step"] = step_present_share_;
   j["late_blocks"] = late_blocks_;
   j["selection_churn"] = selector_.churn();
+  j["selection_churn_per_step"] = step_churn_;
+  // Score-selected blocks never selected before (the simulator's replayed selection).
+  j["selection_fresh_per_step"] = step_fresh_share_;
+  j["selection_fresh"] = fresh_scored_ > 0 ? static_cast<double>(fresh_total_) / static_cast<double>(fresh_scored_) : 0.0;
   j["fetch_capped_blocks"] = fetch_capped_;
   j["selective_layer_steps"] = steps_;
   j["blocks_requested"] = blocks_fetched_;
@@ -471,6 +506,8 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
       predicted_ > 0 ? static_cast<double>(predicted_hits_) / static_cast<double>(predicted_) : 0.0;
   j["blocks_total"] = residency_->total_blocks();
   j["blocks_present"] = residency_->present_total();
+  j["blocks_approximate"] = residency_->approximate_total();
+  if (staged_) j["blocks_staged"] = staged_->staged_total();
   j["policy"] = selector_.policy_note();
   return j;
 }

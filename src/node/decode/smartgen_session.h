@@ -35,17 +35,17 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/result.h"
 #include "kv/residency.h"
 #include "kv/sequence_kv.h"
 #include "model/forward.h"
-#include "node/common/smartgen_options.h"
+#include "node/decode/staged_copies.h"
+#include "select/smartgen_options.h"
 #include "select/block_summary.h"
 #include "select/on_demand.h"
 #include "select/profile.h"
@@ -60,7 +60,7 @@ class SmartgenSession final : public model::AttentionOverride {
   using RecomputeFn = std::function<Status()>;
 
   SmartgenSession(const model::ModelConfig& config, kv::SequenceKv* kv, kv::Residency* residency,
-                  std::int64_t n_prompt, const SmartgenOptions& options,
+                  std::int64_t n_prompt, const select::SmartgenOptions& options,
                   const select::Profile* profile, FetchFn fetch, RecomputeFn recompute,
                   core::Nanos step_timeout);
 
@@ -84,6 +84,9 @@ class SmartgenSession final : public model::AttentionOverride {
   // The KV link's measured receive rate in bytes/s (0 = unknown); sizes the fetches. Set before
   // decoding starts; called on the engine thread once per step.
   void set_link_rate(std::function<double()> fn) { link_rate_ = std::move(fn); }
+  // The request's staged copies (DecodeKvStore), applied before each step and in Ready(); set
+  // before decoding starts; may stay null (nothing is staged then).
+  void set_staged(StagedCopies* staged) { staged_ = staged; }
 
   Status Attend(int layer, const float* q, std::int64_t pos, float* out) override;
 
@@ -103,8 +106,12 @@ class SmartgenSession final : public model::AttentionOverride {
   Status RequestKeys(std::span<const kv::BlockKey> keys);
   // Blocks one layer-step asks for at most (SmartgenOptions::max_fetch_blocks or the link rate).
   std::int64_t FetchCap() const;
+  // Bytes one fetched block takes on the wire (int8 with SmartgenOptions::int8_wire).
+  double WireBlockBytes() const;
   // How long layer `layer` waits for its fetch (SmartgenOptions::wait_bound_ms or auto).
   core::Nanos WaitBound(int layer) const;
+  // Per-step selection statistics: score-selected blocks never selected before in the layer.
+  void CountFresh(int layer, const select::LayerSelection& sel);
   // Per-step statistics: the share of the selection's bound attention mass that was present.
   void RecordPresence(int layer, const select::LayerSelection& sel);
   // Adds the prefill node's first-step blocks of `layer` to `sel` the first time the layer
@@ -118,16 +125,16 @@ class SmartgenSession final : public model::AttentionOverride {
   void ScorePrediction(int layer, const select::LayerSelection& sel);
 
   static constexpr std::int64_t kPredictionWarmup = 64;
-  static constexpr std::int64_t kDefaultFetchCap = 64;  // per layer-step, before a rate is known
   static constexpr double kPredictionMinHitRate = 0.5;
 
   const model::ModelConfig& config_;
   kv::SequenceKv* kv_;
   kv::Residency* residency_;
   std::int64_t n_prompt_;
-  SmartgenOptions options_;
+  select::SmartgenOptions options_;
   const select::Profile* profile_;
   FetchFn fetch_;
+  StagedCopies* staged_ = nullptr;
   RecomputeFn recompute_;
   core::Nanos step_timeout_;  // longest wait of one layer-step for its fetch
   std::function<void()> on_exact_;
@@ -165,6 +172,12 @@ class SmartgenSession final : public model::AttentionOverride {
   double step_mass_ = 0, step_present_mass_ = 0;
   std::vector<double> step_present_share_;  // per step (first 64): present share of bound mass
   std::vector<double> step_ratio_;         // on-demand ratio per decode step (first 64)
+  std::vector<double> step_churn_;         // selection churn per decode step (first 64; 1 at step 1)
+  std::int64_t churn_scored_ = 0, churn_changed_ = 0;  // selector counts at the last step's end
+  kv::BlockSet ever_selected_;         // score-selected by some step (engine thread)
+  std::int64_t step_fresh_ = 0, step_scored_ = 0;      // of this step: new / score-selected
+  std::int64_t fresh_total_ = 0, fresh_scored_ = 0;    // the same over steps 2..
+  std::vector<double> step_fresh_share_;   // per step (first 64): new share of the score-selected
   std::int64_t step_selected_ = 0, step_missing_ = 0;
   std::vector<kv::BlockKey> scratch_keys_;
   int predicted_layer_ = -1;                    // the layer `predicted_keys_` were asked for

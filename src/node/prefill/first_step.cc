@@ -6,12 +6,12 @@
 // layer, as many as the link carries within the decode node's first-step wait, are announced per layer
 // (kFirstStepManifest, before PrefillDone) and pushed ahead of everything queued.
 #include <cstring>
-#include <limits>
 
 #include "core/log.h"
 #include "node/common/control_messages.h"
 #include "node/prefill/prefill_node.h"
 #include "node/prefill/smartgen_prefill.h"
+#include "select/path_sizing.h"
 
 namespace smartgen::node {
 
@@ -26,12 +26,8 @@ Result<double> PrefillNode::RunFirstStep(transfer::PeerId peer, std::uint64_t id
   // selects alone); nothing else changes.
   // As many blocks as the link carries within the decode node's first-step wait (the rest is
   // fetched when a step selects it); no cap before a rate is known.
-  std::int64_t cap = std::numeric_limits<std::int64_t>::max();
-  if (const double rate = LinkRate(peer); rate > 0) {
-    const double blocks = rate * sg.first_wait_ms() / 1e3 / static_cast<double>(kv.geometry().block_bytes());
-    cap = std::max<std::int64_t>(std::int64_t{n_layers} * kv.geometry().n_kv_heads,
-                                 static_cast<std::int64_t>(blocks));
-  }
+  const std::int64_t cap = select::FirstStepBlocks(sg.options(), LinkRate(peer), WireBlockBytes(sg.push_wire()),
+                                                   n_layers, kv.geometry().n_kv_heads);
   bool ran = false;
   kv::SequenceKv copy(rt_.blocks.get());
   if (const Status room = copy.Reserve(n_prompt + 1); room.ok()) {
@@ -70,8 +66,8 @@ Result<double> PrefillNode::RunFirstStep(transfer::PeerId peer, std::uint64_t id
   // Ahead of everything queued: they are what the first step needs most (behind the proactive
   // blocks still on the link, they missed the wait on slow links: kv-retrieval-tiny at 30 Mbit/s
   // answered 67 % right against 99 % colocated).
-  SG_RETURN_IF_ERROR(
-      Push(peer, transfer::RangesOf(id, order), transfer::Priority::kOnDemand, deadline));
+  SG_RETURN_IF_ERROR(Push(peer, transfer::RangesOf(id, order), transfer::Priority::kOnDemand,
+                          deadline, sg.push_wire()));
   return watch.ElapsedMillis();
 }
 

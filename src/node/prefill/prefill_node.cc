@@ -8,9 +8,11 @@
 #include "model/sampler.h"
 #include "node/common/control_messages.h"
 #include "node/prefill/prefill_job.h"
-#include "node/prefill/smartgen_prefill.h"
 #include "node/common/node_metrics.h"
 #include "node/common/transfer_metrics.h"
+#include "node/prefill/smartgen_prefill.h"
+#include "transfer/int8_wire.h"
+#include "select/path_sizing.h"
 
 namespace smartgen::node {
 
@@ -167,19 +169,28 @@ Status PrefillNode::SendControl(transfer::PeerId peer, const ControlMessage& m) 
 }
 
 Status PrefillNode::Push(transfer::PeerId peer, std::vector<transfer::BlockRange> ranges,
-                         transfer::Priority priority, core::Deadline deadline) {
+                         transfer::Priority priority, core::Deadline deadline,
+                         transfer::WireFormat wire) {
   if (ranges.empty()) return Status::Ok();
   transfer::TransferRequest t;
   t.direction = transfer::Direction::kPush;
   t.priority = priority;
   t.deadline = deadline;
+  t.wire = wire;
   std::int64_t blocks = 0;
   for (const auto& r : ranges) blocks += r.n_blocks;
   t.ranges = std::move(ranges);
   SG_ASSIGN_OR_RETURN(transfer::TransferHandle handle, endpoint_->Post(peer, t));
   endpoint_->Release(handle);  // nobody polls it; the decode node tracks arrival itself
-  bytes_pushed_->Increment(static_cast<double>(blocks * rt_.blocks->geometry().block_bytes()));
+  bytes_pushed_->Increment(static_cast<double>(blocks) * WireBlockBytes(wire));
   return Status::Ok();
+}
+
+double PrefillNode::WireBlockBytes(transfer::WireFormat wire) const {
+  return wire == transfer::WireFormat::kInt8
+             ? static_cast<double>(
+                   transfer::Int8BlockBytes(ToTransferGeometry(rt_.blocks->geometry())))
+             : static_cast<double>(rt_.blocks->geometry().block_bytes());
 }
 
 double PrefillNode::LinkRate(transfer::PeerId peer) const {
@@ -266,9 +277,9 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
     return OutOfRange("prompt of {} tokens does not fit the context length {}", call.spec.prompt.size(),
                       rt_.forward->max_context());
   }
-  SmartgenOptions sg_options;
+  select::SmartgenOptions sg_options;
   if (call.mode == TransferMode::kSmartgen) {
-    SG_ASSIGN_OR_RETURN(sg_options, ParseSmartgenOptions(call.spec.options));
+    SG_ASSIGN_OR_RETURN(sg_options, select::ParseSmartgenOptions(call.spec.options));
   }
   SG_ASSIGN_OR_RETURN(transfer::PeerId peer, PeerFor(call.decode_address, deadline));
   SG_ASSIGN_OR_RETURN(std::shared_ptr<PrefillKvStore::Entry> entry, store_.Add(id));
@@ -315,14 +326,14 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   if (call.mode == TransferMode::kSmartgen) {
     // The proactive set is what the link carries while the prefill runs (or a fixed R): the
     // rate the endpoint measured on this link, the configured one until it has measured.
-    std::int64_t budget = full_kv_bytes;
-    const double link_rate = LinkRate(peer);
-    if (sg_options.proactive_ratio > 0) {
-      budget = select::ProactiveBudgetForRatio(full_kv_bytes, sg_options.proactive_ratio);
-    } else if (link_rate > 0) {
-      budget = static_cast<std::int64_t>(
-          sg_options.proactive_fill *
-          static_cast<double>(select::ProactiveBudgetBytes(link_rate, EstimatePrefillSeconds(n_prompt))));
+    std::int64_t budget = select::ProactiveBudgetFor(sg_options, full_kv_bytes, LinkRate(peer),
+                                                     EstimatePrefillSeconds(n_prompt));
+    if (sg_options.int8_wire && budget < full_kv_bytes) {
+      // The budget is in native block bytes; int8 copies fit more blocks into the same bytes.
+      budget = std::min<std::int64_t>(
+          full_kv_bytes,
+          static_cast<std::int64_t>(static_cast<double>(budget) * geometry.block_bytes() /
+                                    WireBlockBytes(transfer::WireFormat::kInt8)));
     }
     sg = std::make_unique<SmartgenPrefill>(id, rt_.model->config(), geometry, n_prompt, sg_options,
                                            select::PickProfile(rt_.profiles, n_prompt), budget,
@@ -348,7 +359,8 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
       push_status = SendControl(peer, out.summaries, ControlType::kSummaries);
       if (push_status.ok()) push_status = SendControl(peer, out.manifest, ControlType::kProactiveManifest);
       if (push_status.ok()) {
-        push_status = Push(peer, std::move(out.push), transfer::Priority::kProactive, deadline);
+        push_status = Push(peer, std::move(out.push), transfer::Priority::kProactive, deadline,
+                           sg->push_wire());
       }
     }
   };
@@ -379,7 +391,8 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   }
   succeeded = true;
   if (sg && sg_options.speculative) {
-    speculative_->Add(id, peer, sg->TakeSpeculative(), sg->pushed(), sg_options.pacing, deadline);
+    speculative_->Add(id, peer, sg->TakeSpeculative(), sg->SpeculativeSkip(), sg_options.pacing,
+                      deadline);
   }
   RecordPrefill(n_prompt, prefill_ms / 1e3);
   prefills_ok_->Increment();

@@ -77,8 +77,11 @@ class PrefillNode {
   Result<transfer::PeerId> PeerFor(const std::string& address, core::Deadline deadline);
   Status PushLayers(transfer::PeerId peer, std::uint64_t request_id, int first_layer,
                     int end_layer, std::int64_t n_blocks, core::Deadline deadline);
+  // Bytes one block takes on the wire in `wire`.
+  double WireBlockBytes(transfer::WireFormat wire) const;
   Status Push(transfer::PeerId peer, std::vector<transfer::BlockRange> ranges,
-              transfer::Priority priority, core::Deadline deadline);
+              transfer::Priority priority, core::Deadline deadline,
+              transfer::WireFormat wire = transfer::WireFormat::kNative);
   // SmartGen's first decode step, here (SmartgenOptions::first_step): token 1 through the model
   // on a copy of the request's KV, each layer's query ranking its blocks; announces the top
   // ones per layer and pushes them ahead of everything else. A step that cannot run (no room

@@ -5,12 +5,13 @@
 #include <cstring>
 
 #include "node/common/control_messages.h"
+#include "select/path_sizing.h"
 
 namespace smartgen::node {
 
 SmartgenPrefill::SmartgenPrefill(std::uint64_t request_id, const model::ModelConfig& config,
                                  const kv::KvGeometry& geometry, std::int64_t n_prompt,
-                                 const SmartgenOptions& options, const select::Profile* profile,
+                                 const select::SmartgenOptions& options, const select::Profile* profile,
                                  std::int64_t budget_bytes, core::ThreadPool* pool)
     : request_id_(request_id),
       config_(config),
@@ -46,6 +47,7 @@ SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::S
   for (const select::PushItem& item : plans_[layer].push) {
     if (pushed_.Insert(item.key)) keys.push_back(item.key);
   }
+  pushed_order_.insert(pushed_order_.end(), keys.begin(), keys.end());
   pushed_blocks_ += static_cast<std::int64_t>(keys.size());
   out.manifest = EncodeControl(ControlMessage::Manifest(request_id_, layer, keys));
   out.push = transfer::RangesOf(request_id_, keys);
@@ -58,14 +60,7 @@ void SmartgenPrefill::ScoreFirstStep(int layer, const float* q, const kv::Sequen
   std::vector<float> scores;
   select::RequestScores(config_, kv, layer, n_prompt_, q, 1, &scores, pool_);
   const auto n_blocks = static_cast<std::int32_t>(budget_.grid.n_blocks);
-  const select::OnDemandOptions& od = options_.on_demand;
-  const std::int32_t k = std::min(
-      n_blocks,
-      options_.first_step_fraction > 0
-          ? std::max<std::int32_t>(1, static_cast<std::int32_t>(std::ceil(options_.first_step_fraction * n_blocks)))
-      : od.budget_blocks > 0
-          ? od.budget_blocks
-          : std::max(od.min_budget_blocks, static_cast<std::int32_t>(std::ceil(od.budget_fraction * n_blocks))));
+  const std::int32_t k = select::FirstStepBlocksPerHead(options_, n_blocks);
   std::vector<std::int32_t> order(n_blocks);
   for (int h = 0; h < config_.n_kv_heads; ++h) {
     for (std::int32_t b = 0; b < n_blocks; ++b) order[b] = b;
@@ -92,11 +87,22 @@ std::vector<kv::BlockKey> SmartgenPrefill::TakeFirstStep(std::int64_t max_blocks
   }
   first_candidates_.clear();
   first_step_blocks_ += static_cast<std::int64_t>(keys.size());
+  pushed_order_.insert(pushed_order_.end(), keys.begin(), keys.end());
   return keys;
 }
 
 select::SpeculativeStream SmartgenPrefill::TakeSpeculative() {
-  return select::SpeculativeStream(select::SpeculativeOrder(plans_));
+  std::vector<kv::BlockKey> order = select::SpeculativeOrder(plans_);
+  if (options_.int8_wire) {
+    // The int8 copies are the blocks that matter most: make them exact first. The first-step
+    // blocks are also in the plans' rest; the stream sends a block once (its skip set).
+    order.insert(order.begin(), pushed_order_.begin(), pushed_order_.end());
+  }
+  return select::SpeculativeStream(std::move(order));
+}
+
+kv::BlockSet SmartgenPrefill::SpeculativeSkip() const {
+  return options_.int8_wire ? kv::BlockSet(pushed_.grid()) : pushed_;
 }
 
 nlohmann::json SmartgenPrefill::Stats() const {

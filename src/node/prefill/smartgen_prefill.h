@@ -17,7 +17,7 @@
 #include "core/thread_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/model_config.h"
-#include "node/common/smartgen_options.h"
+#include "select/smartgen_options.h"
 #include "select/block_summary.h"
 #include "select/proactive.h"
 #include "select/profile.h"
@@ -31,7 +31,7 @@ class SmartgenPrefill {
   // `profile` may be null (fallback policy); borrowed for the object's life.
   SmartgenPrefill(std::uint64_t request_id, const model::ModelConfig& config,
                   const kv::KvGeometry& geometry, std::int64_t n_prompt,
-                  const SmartgenOptions& options, const select::Profile* profile,
+                  const select::SmartgenOptions& options, const select::Profile* profile,
                   std::int64_t budget_bytes, core::ThreadPool* pool);
 
   // The layer's post-RoPE queries of the whole prompt: keeps the last query_window rows.
@@ -55,17 +55,24 @@ class SmartgenPrefill {
   std::vector<kv::BlockKey> TakeFirstStep(std::int64_t max_blocks);
 
   // Every block not pushed proactively, in speculative order; and the pushed set (to skip).
+  // The speculative order: every block not pushed exactly, pushed (int8) blocks first.
   select::SpeculativeStream TakeSpeculative();
-  const kv::BlockSet& pushed() const { return pushed_; }
+  // What the speculative stream skips: the blocks pushed exactly (none with int8_wire).
+  kv::BlockSet SpeculativeSkip() const;
+  // How the proactive and first-step blocks travel.
+  transfer::WireFormat push_wire() const {
+    return options_.int8_wire ? transfer::WireFormat::kInt8 : transfer::WireFormat::kNative;
+  }
   const select::ProactiveBudget& budget() const { return budget_; }
   double first_wait_ms() const { return options_.first_wait_ms; }
+  const select::SmartgenOptions& options() const { return options_; }
   nlohmann::json Stats() const;
 
  private:
   std::uint64_t request_id_;
   const model::ModelConfig& config_;
   std::int64_t n_prompt_;
-  SmartgenOptions options_;
+  select::SmartgenOptions options_;
   const select::Profile* profile_;
   core::ThreadPool* pool_;  // for the request scores (the hook runs between forward passes)
   select::ProactiveBudget budget_;
@@ -73,6 +80,7 @@ class SmartgenPrefill {
   std::int64_t last_q_rows_ = 0;
   std::vector<select::LayerPushPlan> plans_;  // [n_layers], filled as layers finish
   kv::BlockSet pushed_;
+  std::vector<kv::BlockKey> pushed_order_;  // proactive then first-step blocks, as pushed
   std::int64_t summary_bytes_ = 0;
   std::int64_t pushed_blocks_ = 0;
   std::int64_t first_step_blocks_ = 0;

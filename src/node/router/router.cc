@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "node/router/ordered_delivery.h"
+#include "select/auto_mode.h"
 
 namespace smartgen::node {
 
@@ -78,12 +79,12 @@ TransferMode Router::ResolveAuto(const Node& prefill, std::int64_t n_prompt, jso
   // The link rate the prefill node measured (reported with each prefill), else its configured one.
   const double measured = prefill.link_bytes_per_s.load();
   const double rate = measured > 0 ? measured : info.link_gbps * 1e9 / 8;  // bytes/s
-  const double link_ms = rate > 0 ? kv_bytes / rate * 1e3 : 0.0;
   // Layer-wise transfer hides behind prefill when the link moves the KV at least as fast as
-  // prefill produces it.
+  // prefill produces it (select/auto_mode.h, the simulator's rule too).
+  const select::AutoDecision d = select::ChooseAutoMode(kv_bytes, rate, prefill_ms);
   const TransferMode choice =
-      link_ms <= prefill_ms ? TransferMode::kLayerwise : TransferMode::kSmartgen;
-  *why = {{"choice", TransferModeName(choice)}, {"kv_link_ms", link_ms},
+      d.choice == select::AutoChoice::kLayerwise ? TransferMode::kLayerwise : TransferMode::kSmartgen;
+  *why = {{"choice", TransferModeName(choice)}, {"kv_link_ms", d.kv_link_ms},
           {"estimated_prefill_ms", prefill_ms}, {"link_gbps", rate * 8 / 1e9},
           {"link_measured", measured > 0}};
   return choice;

@@ -1,5 +1,6 @@
 // Per-request options of the SmartGen mode (the `smartgen.options` object of a request, passed
-// to both nodes), with the defaults the paper's full system uses. The flags switch off paths for
+// to both nodes; the simulator, src/sim, reads the same struct from the same keys), with the
+// defaults the paper's full system uses. The flags switch off paths for
 // the paper's ablation: proactive only; + parallel on-demand; + speculative.
 //
 //   {"budget_fraction": 0.125, "budget_blocks": 0, "sink_blocks": 1, "local_blocks": 2, "hysteresis": 0.3,
@@ -19,12 +20,12 @@
 #include "select/proactive.h"
 #include "select/speculative.h"
 
-namespace smartgen::node {
+namespace smartgen::select {
 
 struct SmartgenOptions {
-  select::OnDemandOptions on_demand;   // selection budget per decode step
-  select::ProactiveOptions proactive;  // sinks/last blocks pushed during prefill
-  select::SpeculativePacing pacing;    // background stream pacing
+  OnDemandOptions on_demand;           // selection budget per decode step
+  ProactiveOptions proactive;          // sinks/last blocks pushed during prefill
+  SpeculativePacing pacing;            // background stream pacing
   bool fetch_on_demand = true;         // fetch missing selected blocks each step
   bool speculative = true;             // stream the rest until exact
   bool predict_next = true;            // request layer l+1's predicted blocks during layer l
@@ -66,6 +67,12 @@ struct SmartgenOptions {
   // Blocks one layer-step fetches at most, highest score first (0: sized from the link rate
   // the endpoint measures, so what is asked for is what can arrive within about a step).
   int max_fetch_blocks = 0;
+  // Fewer bytes for the approximate paths (DESIGN.md 4.2): the proactive, first-step and
+  // on-demand blocks travel as int8 with per-row scales (transfer/int8_wire.h, about half an
+  // f16 block). The speculative path still sends every block in the KV dtype, those first, and
+  // the exact copy replaces the int8 one between steps, so the node still becomes exact; time
+  // to exact and bytes on the wire count both copies.
+  bool int8_wire = false;
 };
 
 // Missing fields keep their defaults; wrong types or ranges are kInvalidArgument naming the
@@ -73,4 +80,4 @@ struct SmartgenOptions {
 Result<SmartgenOptions> ParseSmartgenOptions(const nlohmann::json& j);
 nlohmann::json ToJson(const SmartgenOptions& o);
 
-}  // namespace smartgen::node
+}  // namespace smartgen::select

@@ -1,6 +1,6 @@
-#include "node/common/smartgen_options.h"
+#include "select/smartgen_options.h"
 
-namespace smartgen::node {
+namespace smartgen::select {
 
 using nlohmann::json;
 
@@ -39,6 +39,7 @@ Result<SmartgenOptions> ParseSmartgenOptions(const json& j) {
   SG_RETURN_IF_ERROR(Take(j, "predict_next", &o.predict_next, 0, 1));
   SG_RETURN_IF_ERROR(Take(j, "attend_present", &o.attend_present, 0, 1));
   SG_RETURN_IF_ERROR(Take(j, "first_step", &o.first_step, 0, 1));
+  SG_RETURN_IF_ERROR(Take(j, "int8_wire", &o.int8_wire, 0, 1));
   SG_RETURN_IF_ERROR(Take(j, "first_wait_ms", &o.first_wait_ms, 0.0, 1e7));
   SG_RETURN_IF_ERROR(Take(j, "first_step_fraction", &o.first_step_fraction, 0.0, 1.0));
   SG_RETURN_IF_ERROR(Take(j, "proactive_ratio", &o.proactive_ratio, 0, 1e6));
@@ -67,6 +68,7 @@ json ToJson(const SmartgenOptions& o) {
           {"speculative", o.speculative},
           {"predict_next", o.predict_next},
           {"attend_present", o.attend_present},
+          {"int8_wire", o.int8_wire},
           {"first_step", o.first_step},
           {"first_wait_ms", o.first_wait_ms},
           {"first_step_fraction", o.first_step_fraction},
@@ -82,4 +84,4 @@ json ToJson(const SmartgenOptions& o) {
           {"max_fetch_blocks", o.max_fetch_blocks}};
 }
 
-}  // namespace smartgen::node
+}  // namespace smartgen::select
