@@ -34,9 +34,13 @@ NeededBlocks PromptNeededBlocks(const model::ModelConfig& config, int block_toke
   if (!window_aware) return n;
   for (int l = 0; l < config.n_layers; ++l) {
     if (!config.IsSlidingLayer(l)) continue;
-    n.window_layer[l] = 1;
     // The first decode position is n_prompt; later windows start later.
-    n.first_block[l] = static_cast<std::int32_t>(config.LayerKvStart(l, n_prompt) / block_tokens);
+    const auto first = static_cast<std::int32_t>(config.LayerKvStart(l, n_prompt) / block_tokens);
+    // A window that reaches back to the first block drops nothing: for this prompt the layer is
+    // a global one (gemma2's 4096-token window and a shorter prompt), and SmartGen selects in it.
+    if (first == 0) continue;
+    n.window_layer[l] = 1;
+    n.first_block[l] = first;
   }
   return n;
 }

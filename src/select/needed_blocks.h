@@ -6,7 +6,9 @@
 // only the blocks that intersect the window of its first position n: blocks
 // [LayerKvStart(l, n) / B, n_blocks) (model_config.h). A global layer needs every block.
 //
-// Window-aware (the default), each sliding layer is a *window layer*: its needed blocks are
+// Window-aware (the default), each sliding layer whose window leaves out at least the prompt's
+// first block is a *window layer* (a window that reaches back to block 0 drops nothing, and the
+// layer is treated as a global one for that prompt): its needed blocks are
 // required - full and layerwise send exactly those, SmartGen pushes them first and never
 // selects among them (its selection, first step and speculative order run over the other
 // layers) - and its blocks before them are never sent, awaited or attended. Not window-aware

@@ -53,10 +53,12 @@ TEST(NeededBlocks, ASlidingLayerNeedsTheBlocksOfTheFirstDecodePositionsWindow) {
   const NeededBlocks all = PromptNeededBlocks(WindowConfig(), 16, 1600, false);
   EXPECT_FALSE(all.AnyWindowLayer());
   EXPECT_EQ(all.Total(), all.grid.total());
-  // A window longer than the prompt: a window layer that needs every block.
+  // A window that reaches the first block drops nothing: the layer counts as a global one.
   const NeededBlocks wide = PromptNeededBlocks(WindowConfig(4096), 16, 1600, true);
-  EXPECT_TRUE(wide.IsWindowLayer(0));
-  EXPECT_EQ(wide.FirstBlock(0), 0);
+  EXPECT_FALSE(wide.AnyWindowLayer());
+  EXPECT_EQ(wide.Total(), wide.grid.total());
+  EXPECT_FALSE(PromptNeededBlocks(WindowConfig(1590), 16, 1600, true).AnyWindowLayer());  // from 11
+  EXPECT_TRUE(PromptNeededBlocks(WindowConfig(1570), 16, 1600, true).IsWindowLayer(0));   // from 31
   // A model without sliding layers needs everything either way.
   model::ModelConfig global = WindowConfig();
   global.layers.clear();
