@@ -424,10 +424,20 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   if (sg) {
     chunk.on_layer_q = [&](int layer, const float* q, std::int64_t n) { sg->OnLayerQuery(layer, q, n); };
   }
+  // Full mode sends nothing until the prefill ends; a prefill longer than the decode node's
+  // kv_progress deadline (10 s: 4096 tokens of a 135M model on 2 busy cores) would make it give
+  // up and compute the prompt itself. A repeated PrefillStarted, at most once a second, says
+  // the prefill is still running (the decode node counts any KV message as progress).
+  core::Nanos last_signal = core::NowNanos();
   chunk.on_layer_kv = [&](int layer, std::int64_t, std::int64_t) {
     store_.MarkLayerDone(id, layer);
     if (!push_status.ok()) return;
-    if (call.mode == TransferMode::kLayerwise) {
+    if (call.mode == TransferMode::kFull) {
+      if (const core::Nanos now = core::NowNanos(); now - last_signal >= core::Seconds(1)) {
+        last_signal = now;
+        push_status = SendControl(peer, ControlMessage::PrefillStarted(id));
+      }
+    } else if (call.mode == TransferMode::kLayerwise) {
       push_status = PushLayers(peer, id, layer, layer + 1, needed, deadline);
     } else if (sg) {
       SmartgenPrefill::LayerOutput out = sg->OnLayerDone(layer, entry->kv);
