@@ -45,7 +45,9 @@ class Residency {
   void RestrictToNeeded(std::span<const std::int64_t> first_needed);
   std::int64_t first_needed(int layer) const { return first_needed_[layer]; }
   bool needed(int layer, std::int64_t block) const { return block >= first_needed_[layer]; }
-  std::int64_t needed_in_layer(int layer) const { return (n_blocks_ - first_needed_[layer]) * n_kv_heads_; }
+  std::int64_t needed_in_layer(int layer) const {
+    return (n_blocks_ - first_needed_[layer]) * n_kv_heads_;
+  }
   // Blocks that count, over all layers (total_blocks() unless restricted).
   std::int64_t needed_total() const { return needed_total_; }
 

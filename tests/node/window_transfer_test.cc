@@ -3,18 +3,18 @@
 // awareness; window-aware, full and layerwise carry exactly the needed blocks (a sliding layer's
 // window, every block of the global layer) and SmartGen no more than those, and no mode waits
 // for a block it will never receive (no fallback, no local recompute).
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "model/model.h"
 #include "node/decode/decode_node.h"
 #include "node/prefill/prefill_node.h"
 #include "node/router/router.h"
-#include "select/needed_blocks.h"
 #include "node_test_util.h"
+#include "select/needed_blocks.h"
 
 namespace smartgen::node {
 namespace {
@@ -70,8 +70,9 @@ class WindowDeployment : public ::testing::Test {
     config_ = (*m)->config();
   }
 
-  Result<std::vector<std::int32_t>> Run(const std::string& mode, const std::vector<std::int32_t>& prompt,
-                                        int max_tokens, const json& options, json* stats) {
+  Result<std::vector<std::int32_t>> Run(const std::string& mode,
+                                        const std::vector<std::int32_t>& prompt, int max_tokens,
+                                        const json& options, json* stats) {
     RouteRequest rq = testing::TestRequest(mode, prompt, max_tokens);
     rq.spec.options = options;
     std::vector<std::int32_t> out;
@@ -104,7 +105,8 @@ TEST_F(WindowDeployment, EveryModeGivesColocatedTokensAndSendsOnlyTheWindows) {
   ASSERT_LT(needed_bytes, 0.5 * full_bytes);
 
   // SmartGen selecting every block and waiting for it: exact from the first step.
-  const json exact_sg = {{"budget_fraction", 1.0}, {"proactive_ratio", 8.0}, {"wait_bound_ms", 1e6}};
+  const json exact_sg = {
+      {"budget_fraction", 1.0}, {"proactive_ratio", 8.0}, {"wait_bound_ms", 1e6}};
   for (bool aware : {true, false}) {
     for (const char* mode : {"colocated", "full", "layerwise", "smartgen"}) {
       json options = std::string(mode) == "smartgen" ? exact_sg : json::object();
@@ -113,18 +115,24 @@ TEST_F(WindowDeployment, EveryModeGivesColocatedTokensAndSendsOnlyTheWindows) {
       auto got = Run(mode, prompt, 16, options, &stats);
       ASSERT_TRUE(got.ok()) << mode << ": " << got.status().ToString();
       EXPECT_EQ(*got, want) << mode << (aware ? "" : " (window ignored)") << "\n" << stats.dump();
-      EXPECT_FALSE(stats.value("fallback", true)) << mode << ": waited for blocks that never come?\n" << stats.dump();
+      EXPECT_FALSE(stats.value("fallback", true))
+          << mode << ": waited for blocks that never come?\n"
+          << stats.dump();
       EXPECT_FALSE(stats.value("recomputed_locally", false)) << mode << "\n" << stats.dump();
       if (std::string(mode) == "colocated") continue;
       const double received = stats["kv_bytes_received"].get<double>();
       const double want_bytes = aware ? needed_bytes : full_bytes;
       EXPECT_EQ(stats["prefill"]["stats"]["kv_bytes_needed"].get<double>(), want_bytes) << mode;
       if (std::string(mode) == "smartgen") {
-        EXPECT_LE(received, want_bytes) << "SmartGen sent a block the decode does not need\n" << stats.dump();
+        EXPECT_LE(received, want_bytes) << "SmartGen sent a block the decode does not need\n"
+                                        << stats.dump();
         EXPECT_EQ(stats["blocks_needed"].get<double>() * kBlockBytes, want_bytes) << stats.dump();
       } else {
-        EXPECT_EQ(received, want_bytes) << mode << (aware ? ": a sliding layer's blocks outside its window"
-                                                          : ": window ignored, every block") << "\n" << stats.dump();
+        EXPECT_EQ(received, want_bytes) << mode
+                                        << (aware ? ": a sliding layer's blocks outside its window"
+                                                  : ": window ignored, every block")
+                                        << "\n"
+                                        << stats.dump();
       }
     }
   }
@@ -142,8 +150,10 @@ TEST_F(WindowDeployment, SmartgenWithDefaultsBecomesExactOnTheNeededBlocksOnly) 
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->size(), 48u);
   EXPECT_TRUE(stats.contains("time_to_exact_ms")) << stats.dump();
-  EXPECT_EQ(stats["blocks_present"].get<double>(), static_cast<double>(needed.Total())) << stats.dump();
-  EXPECT_LE(stats["kv_bytes_received"].get<double>(), static_cast<double>(needed.Total()) * kBlockBytes)
+  EXPECT_EQ(stats["blocks_present"].get<double>(), static_cast<double>(needed.Total()))
+      << stats.dump();
+  EXPECT_LE(stats["kv_bytes_received"].get<double>(),
+            static_cast<double>(needed.Total()) * kBlockBytes)
       << stats.dump();
   // The proactive set holds every sliding layer's window: 5 layers x 2 heads x 3..4 blocks.
   EXPECT_GE(stats["bytes_by_path"]["proactive"].get<double>(),
@@ -152,7 +162,8 @@ TEST_F(WindowDeployment, SmartgenWithDefaultsBecomesExactOnTheNeededBlocksOnly) 
   // A bad option value is refused, naming it.
   auto bad = Run("full", prompt, 4, json{{"window_aware", 3}}, &stats);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().ToString().find("window_aware"), std::string::npos) << bad.status().ToString();
+  EXPECT_NE(bad.status().ToString().find("window_aware"), std::string::npos)
+      << bad.status().ToString();
 }
 
 }  // namespace

@@ -67,7 +67,8 @@ TEST(NeededBlocks, ASlidingLayerNeedsTheBlocksOfTheFirstDecodePositionsWindow) {
 
 std::vector<LayerPushPlan> PlanAll(const ProactiveBudget& b) {
   std::vector<LayerPushPlan> plans;
-  for (int l = 0; l < b.grid.n_layers; ++l) plans.push_back(PlanLayer(b, l, {}, nullptr, ProactiveOptions()));
+  for (int l = 0; l < b.grid.n_layers; ++l)
+    plans.push_back(PlanLayer(b, l, {}, nullptr, ProactiveOptions()));
   return plans;
 }
 
@@ -76,10 +77,10 @@ TEST(NeededBlocks, ProactivePushesWindowsWholeAndRanksOnlyTheGlobalLayers) {
   const NeededBlocks needed = PromptNeededBlocks(WindowConfig(), 16, n, true);
   const std::int64_t full = static_cast<std::int64_t>(kGeometry.bytes_per_token()) * n;
   for (double ratio : {4.0, 1000.0}) {  // 1000: a budget below the windows alone
-    const ProactiveBudget b =
-        PlanProactiveBudget(kGeometry, n, ProactiveBudgetForRatio(full, ratio), nullptr, ProactiveOptions(), &needed);
-    const ProactiveBudget plain =
-        PlanProactiveBudget(kGeometry, n, ProactiveBudgetForRatio(full, ratio), nullptr, ProactiveOptions());
+    const ProactiveBudget b = PlanProactiveBudget(
+        kGeometry, n, ProactiveBudgetForRatio(full, ratio), nullptr, ProactiveOptions(), &needed);
+    const ProactiveBudget plain = PlanProactiveBudget(
+        kGeometry, n, ProactiveBudgetForRatio(full, ratio), nullptr, ProactiveOptions());
     EXPECT_EQ(b.summary_bytes * 4, plain.summary_bytes) << "summaries only for the global layer";
     const auto plans = PlanAll(b);
     for (int l = 0; l < 3; ++l) {
@@ -88,7 +89,8 @@ TEST(NeededBlocks, ProactivePushesWindowsWholeAndRanksOnlyTheGlobalLayers) {
       std::set<std::pair<int, int>> pushed;
       for (const PushItem& item : plans[l].push) {
         EXPECT_EQ(item.round, 0) << "required: first, before any ranked block";
-        EXPECT_TRUE(needed.Needed(item.key)) << "block " << item.key.block << " is before the window";
+        EXPECT_TRUE(needed.Needed(item.key))
+            << "block " << item.key.block << " is before the window";
         EXPECT_TRUE(pushed.insert({item.key.head, item.key.block}).second);
       }
       EXPECT_EQ(std::ssize(pushed), needed.InLayer(l));
@@ -96,7 +98,8 @@ TEST(NeededBlocks, ProactivePushesWindowsWholeAndRanksOnlyTheGlobalLayers) {
     // The global layer takes the whole rest of the budget.
     EXPECT_EQ(std::ssize(plans[3].push) + std::ssize(plans[3].rest), needed.InLayer(3));
     if (ratio == 4.0) {
-      EXPECT_GT(b.layer_blocks[3], plain.layer_blocks[3]) << "the windows leave the global layer more";
+      EXPECT_GT(b.layer_blocks[3], plain.layer_blocks[3])
+          << "the windows leave the global layer more";
       EXPECT_LE(b.planned_bytes, b.budget_bytes);
     }
   }
@@ -105,7 +108,8 @@ TEST(NeededBlocks, ProactivePushesWindowsWholeAndRanksOnlyTheGlobalLayers) {
 TEST(NeededBlocks, SpeculativeOrderStreamsOnlyGlobalLayersAndWithThePushesCoversTheNeed) {
   const std::int64_t n = 1600;
   const NeededBlocks needed = PromptNeededBlocks(WindowConfig(), 16, n, true);
-  const ProactiveBudget b = PlanProactiveBudget(kGeometry, n, 200000, nullptr, ProactiveOptions(), &needed);
+  const ProactiveBudget b =
+      PlanProactiveBudget(kGeometry, n, 200000, nullptr, ProactiveOptions(), &needed);
   const auto plans = PlanAll(b);
   const std::vector<BlockKey> order = SpeculativeOrder(plans);
   ASSERT_FALSE(order.empty());

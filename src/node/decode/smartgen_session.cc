@@ -128,7 +128,7 @@ Status SmartgenSession::AttendDense(int layer, const float* q, std::int64_t pos,
   for (int h = 0; h < config_.n_kv_heads; ++h) {
     refs_.clear();
     kv_->AllRefs(layer, h, &refs_);
-    const std::span<const kernels::KvBlockRef> refs = std::span<const kernels::KvBlockRef>(refs_).subspan(std::min(skip, refs_.size()));
+    const auto refs = std::span<const kernels::KvBlockRef>(refs_).subspan(std::min(skip, refs_.size()));
     kernels::AttendBlocks(p, q + h * g * d, pos, refs, out + h * g * d, lse_.data());
   }
   return Status::Ok();
