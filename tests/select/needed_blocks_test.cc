@@ -16,7 +16,7 @@
 namespace smartgen::select {
 namespace {
 
-const kv::KvGeometry kGeometry{4, 2, 64, 16, kv::KvDType::kF16};  // 4 KiB blocks
+const kv::KvGeometry kWindowGeometry{4, 2, 64, 16, kv::KvDType::kF16};  // 4 KiB blocks
 
 // Layers 0-2 slide with a 40-token window, layer 3 is global (Gemma 3's pattern, shortened).
 model::ModelConfig WindowConfig(int window = 40) {
@@ -65,7 +65,7 @@ TEST(NeededBlocks, ASlidingLayerNeedsTheBlocksOfTheFirstDecodePositionsWindow) {
   EXPECT_FALSE(PromptNeededBlocks(global, 16, 1600, true).AnyWindowLayer());
 }
 
-std::vector<LayerPushPlan> PlanAll(const ProactiveBudget& b) {
+std::vector<LayerPushPlan> PlanWindowLayers(const ProactiveBudget& b) {
   std::vector<LayerPushPlan> plans;
   for (int l = 0; l < b.grid.n_layers; ++l)
     plans.push_back(PlanLayer(b, l, {}, nullptr, ProactiveOptions()));
@@ -75,14 +75,14 @@ std::vector<LayerPushPlan> PlanAll(const ProactiveBudget& b) {
 TEST(NeededBlocks, ProactivePushesWindowsWholeAndRanksOnlyTheGlobalLayers) {
   const std::int64_t n = 1600;
   const NeededBlocks needed = PromptNeededBlocks(WindowConfig(), 16, n, true);
-  const std::int64_t full = static_cast<std::int64_t>(kGeometry.bytes_per_token()) * n;
+  const std::int64_t full = static_cast<std::int64_t>(kWindowGeometry.bytes_per_token()) * n;
   for (double ratio : {4.0, 1000.0}) {  // 1000: a budget below the windows alone
     const ProactiveBudget b = PlanProactiveBudget(
-        kGeometry, n, ProactiveBudgetForRatio(full, ratio), nullptr, ProactiveOptions(), &needed);
+        kWindowGeometry, n, ProactiveBudgetForRatio(full, ratio), nullptr, ProactiveOptions(), &needed);
     const ProactiveBudget plain = PlanProactiveBudget(
-        kGeometry, n, ProactiveBudgetForRatio(full, ratio), nullptr, ProactiveOptions());
+        kWindowGeometry, n, ProactiveBudgetForRatio(full, ratio), nullptr, ProactiveOptions());
     EXPECT_EQ(b.summary_bytes * 4, plain.summary_bytes) << "summaries only for the global layer";
-    const auto plans = PlanAll(b);
+    const auto plans = PlanWindowLayers(b);
     for (int l = 0; l < 3; ++l) {
       EXPECT_EQ(b.layer_blocks[l], needed.InLayer(l)) << "ratio " << ratio;
       EXPECT_TRUE(plans[l].rest.empty()) << "a window layer has nothing left to stream";
@@ -109,8 +109,8 @@ TEST(NeededBlocks, SpeculativeOrderStreamsOnlyGlobalLayersAndWithThePushesCovers
   const std::int64_t n = 1600;
   const NeededBlocks needed = PromptNeededBlocks(WindowConfig(), 16, n, true);
   const ProactiveBudget b =
-      PlanProactiveBudget(kGeometry, n, 200000, nullptr, ProactiveOptions(), &needed);
-  const auto plans = PlanAll(b);
+      PlanProactiveBudget(kWindowGeometry, n, 200000, nullptr, ProactiveOptions(), &needed);
+  const auto plans = PlanWindowLayers(b);
   const std::vector<BlockKey> order = SpeculativeOrder(plans);
   ASSERT_FALSE(order.empty());
   std::set<std::int64_t> seen;
