@@ -2,7 +2,7 @@
 
 namespace smartgen::select {
 
-NeededBlocks NeededBlocks::Every(const BlockGrid& grid) {
+NeededBlocks NeededBlocks::Every(const kv::BlockGrid& grid) {
   NeededBlocks n;
   n.grid = grid;
   n.first_block.assign(static_cast<std::size_t>(grid.n_layers), 0);

@@ -22,22 +22,22 @@
 #include <vector>
 
 #include "model/model_config.h"
-#include "select/block_key.h"
+#include "kv/block_key.h"
 
 namespace smartgen::select {
 
 struct NeededBlocks {
-  BlockGrid grid;                          // the prompt's blocks
+  kv::BlockGrid grid;                          // the prompt's blocks
   std::vector<std::int32_t> first_block;   // [n_layers] first needed block of each layer
   std::vector<std::uint8_t> window_layer;  // [n_layers] 1: a window layer (above)
 
   // Every block of `grid` needed, no window layer.
-  static NeededBlocks Every(const BlockGrid& grid);
+  static NeededBlocks Every(const kv::BlockGrid& grid);
 
   bool IsWindowLayer(int layer) const { return window_layer[layer] != 0; }
   bool AnyWindowLayer() const;
   std::int32_t FirstBlock(int layer) const { return first_block[layer]; }
-  bool Needed(const BlockKey& k) const { return k.block >= first_block[k.layer]; }
+  bool Needed(const kv::BlockKey& k) const { return k.block >= first_block[k.layer]; }
   // Needed blocks of one layer (all heads), and of all layers.
   std::int64_t InLayer(int layer) const {
     return std::int64_t{grid.n_kv_heads} * (grid.n_blocks - first_block[layer]);

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "model/model_config.h"
-#include "select/block_key.h"
 #include "select/block_summary.h"
+#include "select/layer_selection.h"
 #include "select/needed_blocks.h"
 #include "select/profile.h"
 

@@ -186,7 +186,7 @@ LayerPushPlan PlanLayer(const ProactiveBudget& budget, int layer,
   const std::int64_t n_push = std::clamp<std::int64_t>(
       budget.layer_blocks[layer] - std::int64_t{n_heads} * e.count(nb), 0, std::ssize(cand));
   for (std::int64_t i = 0; i < std::ssize(cand); ++i) {
-    const BlockKey key{layer, cand[i].head, cand[i].block};
+    const kv::BlockKey key{layer, cand[i].head, cand[i].block};
     if (i < n_push) {
       plan.push.push_back({key, static_cast<std::int32_t>(1 + i / n_heads), cand[i].score});
     } else {

@@ -35,7 +35,7 @@
 #include "core/thread_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/model_config.h"
-#include "select/block_key.h"
+#include "select/layer_selection.h"
 #include "select/needed_blocks.h"
 #include "select/profile.h"
 
@@ -58,7 +58,7 @@ inline std::int64_t ProactiveBudgetForRatio(std::int64_t full_kv_bytes, double t
 }
 
 struct ProactiveBudget {
-  BlockGrid grid;                          // the prompt's blocks
+  kv::BlockGrid grid;                      // the prompt's blocks
   NeededBlocks needed;                     // what the decode needs of them (window layers)
   std::size_t block_bytes = 0;             // one block, K and V
   std::int64_t budget_bytes = 0;           // what was asked for
@@ -90,7 +90,7 @@ void RequestScores(const model::ModelConfig& config, const kv::SequenceKv& kv, i
                    std::vector<float>* scores, core::ThreadPool* pool = nullptr);
 
 struct PushItem {
-  BlockKey key;
+  kv::BlockKey key;
   std::int32_t round = 0;  // breadth-first rank; lower first across layers
   float score = 0;         // prior x request score (0 for sinks, last blocks, dense layers)
 };
@@ -98,7 +98,7 @@ struct PushItem {
 struct LayerPushPlan {
   int layer = 0;
   std::vector<PushItem> push;  // this layer's proactive list, in push order
-  std::vector<BlockKey> rest;  // every other block of the layer, most important first
+  std::vector<kv::BlockKey> rest;  // every other block of the layer, most important first
 };
 
 // request_scores: [n_kv_heads][n_blocks] from RequestScores, or empty (profile prior only; with

@@ -157,7 +157,8 @@ Status SelectionEvaluator::Prefill(std::span<const std::int32_t> tokens, kv::Seq
     const LayerPushPlan plan = PlanLayer(budget, layer, scores, profile_, options_.proactive);
     LayerSelection& present = pf->present[layer];
     present.heads.assign(c.n_kv_heads, {});
-    for (const PushItem& item : plan.push) present.heads[item.key.head].push_back(item.key.block);
+    for (const PushItem& item : plan.push)
+      present.heads[item.key.kv_head].push_back(item.key.block);
     for (auto& h : present.heads) std::sort(h.begin(), h.end());
     pushed += std::ssize(plan.push);
   };

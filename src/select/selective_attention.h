@@ -19,7 +19,7 @@
 #include "kv/sequence_kv.h"
 #include "model/forward.h"
 #include "model/model_config.h"
-#include "select/block_key.h"
+#include "select/layer_selection.h"
 
 namespace smartgen::select {
 

@@ -5,8 +5,8 @@
 
 namespace smartgen::select {
 
-std::vector<BlockKey> SpeculativeOrder(std::span<const LayerPushPlan> plans) {
-  std::vector<BlockKey> out;
+std::vector<kv::BlockKey> SpeculativeOrder(std::span<const LayerPushPlan> plans) {
+  std::vector<kv::BlockKey> out;
   std::size_t longest = 0, total = 0;
   for (const LayerPushPlan& p : plans) {
     longest = std::max(longest, p.rest.size());
@@ -21,11 +21,11 @@ std::vector<BlockKey> SpeculativeOrder(std::span<const LayerPushPlan> plans) {
   return out;
 }
 
-std::int64_t SpeculativeStream::Next(std::int64_t max_blocks, const BlockSet& skip,
-                                     std::vector<BlockKey>* out) {
+std::int64_t SpeculativeStream::Next(std::int64_t max_blocks, const kv::BlockSet& skip,
+                                     std::vector<kv::BlockKey>* out) {
   std::int64_t n = 0;
   while (n < max_blocks && next_ < order_.size()) {
-    const BlockKey& k = order_[next_++];
+    const kv::BlockKey& k = order_[next_++];
     if (skip.Contains(k)) continue;
     out->push_back(k);
     ++n;

@@ -20,28 +20,29 @@
 #include <span>
 #include <vector>
 
-#include "select/block_key.h"
+#include "select/layer_selection.h"
 #include "select/proactive.h"
 
 namespace smartgen::select {
 
 // The interleaved importance order of every plan's `rest` blocks.
-std::vector<BlockKey> SpeculativeOrder(std::span<const LayerPushPlan> plans);
+std::vector<kv::BlockKey> SpeculativeOrder(std::span<const LayerPushPlan> plans);
 
 class SpeculativeStream {
  public:
   // `order` must not repeat a block; `skip` sets passed to Next must cover its keys' grid.
-  explicit SpeculativeStream(std::vector<BlockKey> order) : order_(std::move(order)) {}
+  explicit SpeculativeStream(std::vector<kv::BlockKey> order) : order_(std::move(order)) {}
 
   // Appends to `out` up to max_blocks blocks of the order not yet handed out and not in
   // `skip`, in order; returns how many. Blocks in `skip` are passed over for good.
-  std::int64_t Next(std::int64_t max_blocks, const BlockSet& skip, std::vector<BlockKey>* out);
+  std::int64_t Next(std::int64_t max_blocks, const kv::BlockSet& skip,
+                    std::vector<kv::BlockKey>* out);
   // Blocks not yet handed out or passed over (an upper bound on what is left to send).
   std::int64_t remaining() const { return std::ssize(order_) - static_cast<std::int64_t>(next_); }
   bool done() const { return next_ == order_.size(); }
 
  private:
-  std::vector<BlockKey> order_;
+  std::vector<kv::BlockKey> order_;
   std::size_t next_ = 0;
 };
 

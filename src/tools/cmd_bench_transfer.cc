@@ -48,14 +48,14 @@ struct BenchTransferOptions {
 
 constexpr std::uint64_t kBulkRequest = 1;
 constexpr std::uint64_t kLatencyRequest = 2;
-constexpr std::uint32_t kLayers = 32;
-constexpr std::uint32_t kHeads = 8;
+constexpr std::int32_t kLayers = 32;
+constexpr std::int32_t kHeads = 8;
 
 // Blocks of `bytes` as rows of (layer, head): kLayers x kHeads rows of `per_row` blocks.
 struct Layout {
   transfer::KvGeometry geometry;
-  std::uint32_t bulk_per_row = 0;
-  std::uint32_t batch_blocks = 0;
+  std::int32_t bulk_per_row = 0;
+  std::int32_t batch_blocks = 0;
 };
 
 Result<Layout> MakeLayout(const BenchTransferOptions& o) {
@@ -69,8 +69,9 @@ Result<Layout> MakeLayout(const BenchTransferOptions& o) {
   l.geometry.dtype = transfer::KvDType::kF16;
   l.geometry.head_dim = static_cast<std::uint32_t>(o.block_bytes / 64);
   const std::uint64_t blocks = std::max<std::uint64_t>(1, o.bytes / o.block_bytes);
-  l.bulk_per_row = static_cast<std::uint32_t>((blocks + kLayers * kHeads - 1) / (kLayers * kHeads));
-  l.batch_blocks = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, o.batch_bytes / o.block_bytes));
+  l.bulk_per_row = static_cast<std::int32_t>((blocks + kLayers * kHeads - 1) / (kLayers * kHeads));
+  l.batch_blocks =
+      static_cast<std::int32_t>(std::max<std::uint64_t>(1, o.batch_bytes / o.block_bytes));
   return l;
 }
 
@@ -91,9 +92,9 @@ transfer::EndpointConfig MakeConfig(const BenchTransferOptions& o, const Layout&
 
 std::vector<BlockRange> BulkRanges(const Layout& l) {
   std::vector<BlockRange> out;
-  for (std::uint32_t layer = 0; layer < kLayers; ++layer) {
-    for (std::uint32_t head = 0; head < kHeads; ++head) {
-      out.push_back({kBulkRequest, layer, head, 0, l.bulk_per_row});
+  for (std::int32_t layer = 0; layer < kLayers; ++layer) {
+    for (std::int32_t head = 0; head < kHeads; ++head) {
+      out.emplace_back(kBulkRequest, kv::BlockRange{layer, head, 0, l.bulk_per_row});
     }
   }
   return out;
@@ -211,7 +212,7 @@ Result<Measured> Measure(const BenchTransferOptions& o, const Layout& l,
     core::Stopwatch one;
     SG_ASSIGN_OR_RETURN(auto h, ep->Post(peer, {transfer::Direction::kPull,
                                                 transfer::Priority::kOnDemand,
-                                                {{kLatencyRequest, 0, 0, 0, l.batch_blocks}}}));
+                                                {{kLatencyRequest, {0, 0, 0, l.batch_blocks}}}}));
     SG_RETURN_IF_ERROR(ep->Wait(h, Deadline::After(core::Seconds(60))));
     latencies.push_back(one.ElapsedMillis());
     ep->Release(h);

@@ -160,12 +160,14 @@ Status Endpoint::Core::CheckPeerLocked(PeerId peer, const Session* s) const {
 
 Status Endpoint::Core::ValidateRange(const BlockRange& r) const {
   const KvGeometry& g = config_.handshake.geometry;
-  if (r.n_blocks == 0) return InvalidArgument("empty block range ({})", ToString(r));
-  if (r.layer >= g.n_layers || r.kv_head >= g.n_kv_heads) {
+  if (r.n_blocks <= 0) return InvalidArgument("empty block range ({})", ToString(r));
+  if (r.layer < 0 || r.kv_head < 0 || r.first_block < 0 ||
+      static_cast<std::uint32_t>(r.layer) >= g.n_layers ||
+      static_cast<std::uint32_t>(r.kv_head) >= g.n_kv_heads) {
     return InvalidArgument("block range {} is outside the geometry ({} layers, {} KV heads)",
                            ToString(r), g.n_layers, g.n_kv_heads);
   }
-  if (r.first_block > std::numeric_limits<std::uint32_t>::max() - r.n_blocks) {
+  if (r.first_block > std::numeric_limits<std::int32_t>::max() - r.n_blocks) {
     return InvalidArgument("block range {} overflows", ToString(r));
   }
   return Status::Ok();

@@ -68,7 +68,7 @@ Status Endpoint::Core::ReceiveData(const std::shared_ptr<Session>& s, const Fram
   const BlockRange range = h.range();
   const bool pull_reply = (h.flags & kFlagPullReply) != 0;
   if (pull_reply == ((h.flags & kFlagPush) != 0) || !ValidateRange(range).ok() ||
-      std::uint64_t{h.payload_bytes} != std::uint64_t{range.n_blocks} * block_bytes_) {
+      std::uint64_t{h.payload_bytes} != static_cast<std::uint64_t>(range.n_blocks) * block_bytes_) {
     return DataLoss("malformed DATA frame ({}, {} payload bytes, flags {:#x})", ToString(range),
                     h.payload_bytes, h.flags);
   }
@@ -80,7 +80,7 @@ Status Endpoint::Core::ReceiveData(const std::shared_ptr<Session>& s, const Fram
     const TransferOp* op = pull_reply ? FindOpLocked(h.op_id) : nullptr;
     const bool late = pull_reply && (op == nullptr || !op->in_progress() || op->peer() != s->id ||
                                      op->direction() != Direction::kPull);
-    for (std::uint32_t i = 0; i < range.n_blocks; ++i) {
+    for (std::int32_t i = 0; i < range.n_blocks; ++i) {
       if (stale || late) {
         plan[i].fate = Fate::kStale;
       } else if (pull_reply && (!op->Covers(range.Key(i)) || op->IsDone(range.Key(i)))) {
@@ -89,7 +89,7 @@ Status Endpoint::Core::ReceiveData(const std::shared_ptr<Session>& s, const Fram
     }
   }
   Status sink_error;
-  for (std::uint32_t i = 0; i < range.n_blocks; ++i) {
+  for (std::int32_t i = 0; i < range.n_blocks; ++i) {
     if (plan[i].fate != Fate::kWrite) continue;
     if (sink_ == nullptr) {
       plan[i].fate = Fate::kRejected;
@@ -138,7 +138,7 @@ Status Endpoint::Core::ReceiveData(const std::shared_ptr<Session>& s, const Fram
   // 3. Tell the sink, then account (after the link latency, when one is emulated).
   Deliver(*s, [this, s, h, range, pull_reply, intact, plan = std::move(plan),
                sink_error = std::move(sink_error)] {
-    for (std::uint32_t i = 0; i < range.n_blocks; ++i) {
+    for (std::int32_t i = 0; i < range.n_blocks; ++i) {
       if (plan[i].fate != Fate::kWrite) continue;
       if (intact) {
         sink_->OnBlockReady(range.Key(i));
@@ -173,7 +173,7 @@ Status Endpoint::Core::ReceiveData(const std::shared_ptr<Session>& s, const Fram
       StatusCode code = StatusCode::kOk;
       if (!intact) {
         code = StatusCode::kDataLoss;
-      } else if (stale == range.n_blocks) {
+      } else if (stale == static_cast<std::uint32_t>(range.n_blocks)) {
         code = StatusCode::kCancelled;
       } else if (rejected > 0) {
         code = sink_error.code();
@@ -202,7 +202,7 @@ Status Endpoint::Core::ReceiveData(const std::shared_ptr<Session>& s, const Fram
       return;
     }
     BlockRange delivered = range;
-    for (std::uint32_t i = 0; i < range.n_blocks; ++i) {
+    for (std::int32_t i = 0; i < range.n_blocks; ++i) {
       if (plan[i].fate == Fate::kWrite || plan[i].fate == Fate::kPresent) {
         delivered.first_block = range.first_block + i;
         delivered.n_blocks = 1;

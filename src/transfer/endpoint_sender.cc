@@ -72,7 +72,7 @@ void Endpoint::Core::SendChunk(Session& s, const Chunk& chunk, Lock& lock) {
   std::vector<ConstBytes> payload;
   payload.reserve(2 * range.n_blocks);
   Status read_status;
-  std::uint32_t n_read = 0;
+  std::int32_t n_read = 0;
   const std::size_t half = config_.handshake.geometry.half_block_bytes();
   for (; n_read < range.n_blocks; ++n_read) {
     ConstBlockView view;
@@ -129,9 +129,9 @@ void Endpoint::Core::SendChunk(Session& s, const Chunk& chunk, Lock& lock) {
   const core::Nanos after = core::NowNanos();
   if (n_read > 0) {
     PriorityMetrics& pm = counters_.by_priority[static_cast<int>(chunk.priority)];
-    pm.bytes_sent += std::uint64_t{n_read} * block_bytes_;
+    pm.bytes_sent += static_cast<std::uint64_t>(n_read) * block_bytes_;
     pm.blocks_sent += n_read;
-    send_meter_.Add(std::uint64_t{n_read} * block_bytes_, after);
+    send_meter_.Add(static_cast<std::uint64_t>(n_read) * block_bytes_, after);
     leases_.Touch(range.request_id, after);
     op = chunk.pull_reply ? nullptr : FindOpLocked(chunk.op_id);
     if (op != nullptr && op->in_progress()) op->RecordSent(sent, after);

@@ -29,16 +29,25 @@ bool KnownType(std::uint8_t t) {
   return (t >= 1 && t <= 4) || (t >= 10 && t <= 19);
 }
 
+// Ranges travel as a u64 request id and four u32 fields; the signed fields read back from
+// values past INT32_MAX are negative, which Endpoint's range validation refuses.
 void WriteRange(WireWriter& w, const BlockRange& r) {
-  w.U64(r.request_id);
-  w.U32(r.layer);
-  w.U32(r.kv_head);
-  w.U32(r.first_block);
-  w.U32(r.n_blocks);
+  FrameHeader h;
+  h.set_range(r);
+  w.U64(h.request_id);
+  w.U32(h.layer);
+  w.U32(h.kv_head);
+  w.U32(h.first_block);
+  w.U32(h.n_blocks);
 }
 bool ReadRange(WireReader& r, BlockRange* out) {
-  return r.U64(&out->request_id) && r.U32(&out->layer) && r.U32(&out->kv_head) &&
-         r.U32(&out->first_block) && r.U32(&out->n_blocks);
+  FrameHeader h;
+  if (!(r.U64(&h.request_id) && r.U32(&h.layer) && r.U32(&h.kv_head) && r.U32(&h.first_block) &&
+        r.U32(&h.n_blocks))) {
+    return false;
+  }
+  *out = h.range();
+  return true;
 }
 
 }  // namespace

@@ -67,13 +67,19 @@ struct FrameHeader {
   std::uint32_t payload_bytes = 0;
   std::uint64_t payload_checksum = 0;
 
-  BlockRange range() const { return {request_id, layer, kv_head, first_block, n_blocks}; }
+  // The wire's unsigned fields as the block vocabulary's signed ones: a value past INT32_MAX
+  // turns negative, which Endpoint's range validation refuses.
+  BlockRange range() const {
+    return {request_id,
+            {static_cast<std::int32_t>(layer), static_cast<std::int32_t>(kv_head),
+             static_cast<std::int32_t>(first_block), static_cast<std::int32_t>(n_blocks)}};
+  }
   void set_range(const BlockRange& r) {
     request_id = r.request_id;
-    layer = r.layer;
-    kv_head = r.kv_head;
-    first_block = r.first_block;
-    n_blocks = r.n_blocks;
+    layer = static_cast<std::uint32_t>(r.layer);
+    kv_head = static_cast<std::uint32_t>(r.kv_head);
+    first_block = static_cast<std::uint32_t>(r.first_block);
+    n_blocks = static_cast<std::uint32_t>(r.n_blocks);
   }
 };
 

@@ -18,8 +18,9 @@ std::uint64_t Mix(std::uint64_t x) {
 }
 
 std::uint64_t KeySeed(const BlockKey& key) {
-  return Mix(key.request_id * 0x9E3779B97F4A7C15ull ^ (std::uint64_t{key.layer} << 42) ^
-             (std::uint64_t{key.kv_head} << 21) ^ key.block);
+  return Mix(
+      key.request_id * 0x9E3779B97F4A7C15ull ^ (static_cast<std::uint64_t>(key.layer) << 42) ^
+      (static_cast<std::uint64_t>(key.kv_head) << 21) ^ static_cast<std::uint64_t>(key.block));
 }
 
 void Pattern(std::uint64_t seed, MutableBytes out) {
@@ -83,10 +84,10 @@ Status MemoryBlockStore::AddRequest(std::uint64_t request_id, std::uint32_t n_bl
   for (std::size_t i = 0; i < blocks; ++i) r->present[i].store(fill ? 1 : 0);
   if (fill) {
     std::size_t i = 0;
-    for (std::uint32_t l = 0; l < geometry_.n_layers; ++l) {
-      for (std::uint32_t h = 0; h < geometry_.n_kv_heads; ++h) {
-        for (std::uint32_t b = 0; b < n_blocks; ++b, ++i) {
-          FillPattern({request_id, l, h, b}, r->k->span().subspan(i * half, half),
+    for (std::int32_t l = 0; l < static_cast<std::int32_t>(geometry_.n_layers); ++l) {
+      for (std::int32_t h = 0; h < static_cast<std::int32_t>(geometry_.n_kv_heads); ++h) {
+        for (std::int32_t b = 0; b < static_cast<std::int32_t>(n_blocks); ++b, ++i) {
+          FillPattern({request_id, {l, h, b}}, r->k->span().subspan(i * half, half),
                       r->v->span().subspan(i * half, half));
         }
       }
@@ -122,11 +123,11 @@ MemoryBlockStore::Request* MemoryBlockStore::Find(const BlockKey& key, std::size
   auto it = requests_.find(key.request_id);
   if (it == requests_.end()) return nullptr;
   Request* r = it->second.get();
-  if (key.layer >= geometry_.n_layers || key.kv_head >= geometry_.n_kv_heads ||
-      key.block >= r->n_blocks) {
-    return nullptr;
-  }
-  *index = (std::size_t{key.layer} * geometry_.n_kv_heads + key.kv_head) * r->n_blocks + key.block;
+  const kv::BlockGrid grid{static_cast<int>(geometry_.n_layers),
+                           static_cast<int>(geometry_.n_kv_heads),
+                           static_cast<std::int32_t>(r->n_blocks)};
+  if (!grid.Contains(key.key())) return nullptr;
+  *index = static_cast<std::size_t>(grid.Index(key.key()));
   return r;
 }
 
@@ -155,11 +156,11 @@ Status MemoryBlockStore::VerifyRequest(std::uint64_t request_id) const {
   const Request& r = *it->second;
   const std::size_t half = geometry_.half_block_bytes();
   std::size_t i = 0;
-  for (std::uint32_t l = 0; l < geometry_.n_layers; ++l) {
-    for (std::uint32_t h = 0; h < geometry_.n_kv_heads; ++h) {
-      for (std::uint32_t b = 0; b < r.n_blocks; ++b, ++i) {
+  for (std::int32_t l = 0; l < static_cast<std::int32_t>(geometry_.n_layers); ++l) {
+    for (std::int32_t h = 0; h < static_cast<std::int32_t>(geometry_.n_kv_heads); ++h) {
+      for (std::int32_t b = 0; b < static_cast<std::int32_t>(r.n_blocks); ++b, ++i) {
         if (r.present[i].load() == 0) continue;
-        const BlockKey key{request_id, l, h, b};
+        const BlockKey key{request_id, {l, h, b}};
         const std::uint64_t seed = KeySeed(key);
         if (!MatchesPattern(seed, r.k->span().subspan(i * half, half)) ||
             !MatchesPattern(~seed, r.v->span().subspan(i * half, half))) {
@@ -181,7 +182,7 @@ Status MemoryBlockStore::Read(const BlockKey& key, ConstBlockView* view) {
   std::size_t i = 0;
   Request* r = Find(key, &i);
   if (r == nullptr) return NotFound("no block {}", ToString(key));
-  if (key.layer >= r->available_layers.load()) {
+  if (static_cast<std::uint32_t>(key.layer) >= r->available_layers.load()) {
     return Unavailable("block {} is not computed yet", ToString(key));
   }
   const std::size_t half = geometry_.half_block_bytes();

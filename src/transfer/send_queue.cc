@@ -109,7 +109,8 @@ bool SendQueue::Take(core::Nanos now, std::uint32_t max_blocks, Chunk* chunk,
         continue;
       }
       PullEntry& front = it->pending.front();
-      const std::uint32_t n = std::min(std::max<std::uint32_t>(max_blocks, 1), front.range.n_blocks);
+      const auto n = static_cast<std::int32_t>(
+          std::min<std::int64_t>(std::max<std::uint32_t>(max_blocks, 1), front.range.n_blocks));
       chunk->op_id = it->op_id;
       chunk->pull_reply = it->pull_reply;
       chunk->priority = it->priority;

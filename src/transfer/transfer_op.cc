@@ -23,7 +23,7 @@ std::vector<BlockRange> NormalizeRanges(std::vector<BlockRange> ranges) {
   std::vector<BlockRange> out;
   for (const BlockRange& r : ranges) {
     if (!out.empty() && SameRow(out.back(), r) && r.first_block <= out.back().end_block()) {
-      const std::uint32_t end = std::max(out.back().end_block(), r.end_block());
+      const std::int32_t end = std::max(out.back().end_block(), r.end_block());
       out.back().n_blocks = end - out.back().first_block;
     } else {
       out.push_back(r);
@@ -55,7 +55,7 @@ void TransferOp::Finish(TransferState state, Status status, core::Nanos now) {
 }
 
 int TransferOp::FindRun(const BlockKey& key) const {
-  const BlockRange probe{key.request_id, key.layer, key.kv_head, key.block, 1};
+  const BlockRange probe{key.request_id, {key.layer, key.kv_head, key.block, 1}};
   auto it = std::upper_bound(runs_.begin(), runs_.end(), probe, [](const BlockRange& p, const Run& r) {
     return RunKey(p) < RunKey(r.range);
   });
@@ -82,7 +82,7 @@ bool TransferOp::Touches(std::uint64_t request_id) const {
 
 std::uint32_t TransferOp::MarkDone(const BlockRange& range) {
   std::uint32_t added = 0;
-  for (std::uint32_t i = 0; i < range.n_blocks; ++i) {
+  for (std::int32_t i = 0; i < range.n_blocks; ++i) {
     const BlockKey key = range.Key(i);
     const int r = FindRun(key);
     if (r < 0) continue;
@@ -99,13 +99,13 @@ std::uint32_t TransferOp::MarkDone(const BlockRange& range) {
 std::vector<PullEntry> TransferOp::Missing() const {
   std::vector<PullEntry> out;
   for (const Run& run : runs_) {
-    std::uint32_t i = 0;
+    std::int32_t i = 0;
     while (i < run.range.n_blocks) {
       if (run.done[i]) {
         ++i;
         continue;
       }
-      std::uint32_t j = i;
+      std::int32_t j = i;
       while (j < run.range.n_blocks && !run.done[j]) ++j;
       BlockRange r = run.range;
       r.first_block = run.range.first_block + i;
@@ -143,8 +143,8 @@ std::vector<std::pair<BlockRange, int>> TransferOp::TimedOut(core::Nanos cutoff,
   std::vector<std::pair<BlockRange, int>> out;
   for (auto& [key, f] : in_flight_) {
     if (f.sent_at >= cutoff) continue;
-    out.push_back({BlockRange{key.request_id, key.layer, key.kv_head, key.block, f.n_blocks},
-                   f.attempts});
+    out.push_back(
+        {BlockRange{key.request_id, {key.layer, key.kv_head, key.block, f.n_blocks}}, f.attempts});
     f.sent_at = now;
   }
   return out;

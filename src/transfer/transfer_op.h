@@ -71,7 +71,7 @@ class TransferOp {
     std::vector<std::uint8_t> done;  // per block
   };
   struct InFlight {
-    std::uint32_t n_blocks = 0;
+    std::int32_t n_blocks = 0;
     core::Nanos sent_at = 0;
     int attempts = 0;
   };

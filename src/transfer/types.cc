@@ -15,6 +15,12 @@ std::string ToString(const BlockRange& r) {
                      r.first_block, r.end_block());
 }
 
+std::vector<BlockRange> RangesOf(std::uint64_t request_id, std::span<const kv::BlockKey> keys) {
+  std::vector<BlockRange> ranges;
+  for (const kv::BlockRange& run : kv::ToRuns(keys)) ranges.emplace_back(request_id, run);
+  return ranges;
+}
+
 std::size_t DTypeSize(KvDType dtype) {
   switch (dtype) {
     case KvDType::kF32: return 4;

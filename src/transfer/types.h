@@ -14,36 +14,46 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
+#include "kv/block_key.h"
 
 namespace smartgen::transfer {
 
 using ConstBytes = std::span<const std::byte>;
 using MutableBytes = std::span<std::byte>;
 
-// The identity of one block.
-struct BlockKey {
+// One block of one request: the request's id and the block's address in its prompt, in the
+// block vocabulary of kv/block_key.h.
+struct BlockKey : kv::BlockKey {
   std::uint64_t request_id = 0;
-  std::uint32_t layer = 0;
-  std::uint32_t kv_head = 0;
-  std::uint32_t block = 0;  // block index within the prompt: tokens [block*B, (block+1)*B)
 
+  BlockKey() = default;
+  BlockKey(std::uint64_t id, const kv::BlockKey& key) : kv::BlockKey(key), request_id(id) {}
+  BlockKey(std::uint64_t id, std::int32_t layer, std::int32_t kv_head, std::int32_t block)
+      : BlockKey(id, kv::BlockKey{layer, kv_head, block}) {}
+  const kv::BlockKey& key() const { return *this; }
   friend auto operator<=>(const BlockKey&, const BlockKey&) = default;
 };
 
-// Blocks [first_block, first_block + n_blocks) of one (request, layer, kv_head).
-struct BlockRange {
+// A run of adjacent blocks of one request's (layer, kv_head); runs are what frames carry.
+struct BlockRange : kv::BlockRange {
   std::uint64_t request_id = 0;
-  std::uint32_t layer = 0;
-  std::uint32_t kv_head = 0;
-  std::uint32_t first_block = 0;
-  std::uint32_t n_blocks = 0;
 
-  BlockKey Key(std::uint32_t i) const { return {request_id, layer, kv_head, first_block + i}; }
-  std::uint32_t end_block() const { return first_block + n_blocks; }
+  BlockRange() = default;
+  BlockRange(std::uint64_t id, const kv::BlockRange& range)
+      : kv::BlockRange(range), request_id(id) {}
+  BlockRange(std::uint64_t id, std::int32_t layer, std::int32_t kv_head, std::int32_t first_block,
+             std::int32_t n_blocks)
+      : BlockRange(id, kv::BlockRange{layer, kv_head, first_block, n_blocks}) {}
+  BlockKey Key(std::int32_t i) const { return {request_id, kv::BlockRange::Key(i)}; }
+  const kv::BlockRange& range() const { return *this; }
   friend auto operator<=>(const BlockRange&, const BlockRange&) = default;
 };
+
+// `keys` of one request as runs (kv::ToRuns: adjacent keys in the given order join a run).
+std::vector<BlockRange> RangesOf(std::uint64_t request_id, std::span<const kv::BlockKey> keys);
 
 std::string ToString(const BlockKey& key);
 std::string ToString(const BlockRange& range);
@@ -131,7 +141,8 @@ template <>
 struct std::hash<smartgen::transfer::BlockKey> {
   std::size_t operator()(const smartgen::transfer::BlockKey& k) const noexcept {
     std::uint64_t h = k.request_id * 0x9E3779B97F4A7C15ull;
-    h ^= (std::uint64_t{k.layer} << 40) ^ (std::uint64_t{k.kv_head} << 24) ^ k.block;
+    h ^= (static_cast<std::uint64_t>(k.layer) << 40) ^
+         (static_cast<std::uint64_t>(k.kv_head) << 24) ^ static_cast<std::uint32_t>(k.block);
     return static_cast<std::size_t>(h * 0xBF58476D1CE4E5B9ull);
   }
 };

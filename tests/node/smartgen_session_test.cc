@@ -77,8 +77,8 @@ TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
   std::map<Key, int> asked;
   SmartgenSession session(
       cfg, &seq_a, &residency, 200, options, nullptr, select::NeededBlocks{},
-      [&](const std::vector<select::BlockKey>& keys) {
-        for (const auto& k : keys) ++asked[{k.layer, k.head, k.block}];
+      [&](const std::vector<kv::BlockKey>& keys) {
+        for (const auto& k : keys) ++asked[{k.layer, k.kv_head, k.block}];
         return Status::Ok();
       },
       [] { return Internal("no recompute in this test"); }, core::Seconds(5));
@@ -179,8 +179,8 @@ TEST(SmartgenSession, TheFirstStepWaitsForThePrefillNodesBlocksAndUsesThem) {
   std::map<Key, int> asked;
   SmartgenSession session(
       cfg, &seq_a, &residency, 160, options, nullptr, select::NeededBlocks{},
-      [&](const std::vector<select::BlockKey>& keys) {
-        for (const auto& k : keys) ++asked[{k.layer, k.head, k.block}];
+      [&](const std::vector<kv::BlockKey>& keys) {
+        for (const auto& k : keys) ++asked[{k.layer, k.kv_head, k.block}];
         return Status::Ok();
       },
       [] { return Internal("no recompute in this test"); }, core::Seconds(30));
@@ -191,8 +191,10 @@ TEST(SmartgenSession, TheFirstStepWaitsForThePrefillNodesBlocksAndUsesThem) {
   EXPECT_FALSE(session.Ready(core::NowNanos())) << "the first-step manifests are still to come";
   EXPECT_FALSE(session.AddFirstStep(1, {{1, 0, n_blocks}}).ok()) << "a block outside the prompt";
   for (int l = 0; l < cfg.n_layers; ++l) {
-    ASSERT_TRUE(session.AddFirstStep(l, l == 1 ? std::vector<select::BlockKey>{{1, 0, 3}}
-                                               : std::vector<select::BlockKey>{}).ok());
+    ASSERT_TRUE(session
+                    .AddFirstStep(l, l == 1 ? std::vector<kv::BlockKey>{{1, 0, 3}}
+                                            : std::vector<kv::BlockKey>{})
+                    .ok());
   }
   ASSERT_TRUE(session.Ready(core::NowNanos()));
   EXPECT_EQ(residency.state(1, 0, 3), kv::BlockState::kAbsent);  // on its way, not fetched

@@ -3,15 +3,16 @@
 // those the decode node fetched on demand (MarkRequested), each once; Remove stops a stream and
 // reports what was never sent; Stop ends the thread with a stream still live and the other
 // calls keep working. Completion is waited for on the stores' counters with deadlines.
+#include "node/prefill/speculative_sender.h"
+
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <set>
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "node/prefill/speculative_sender.h"
-#include "select/block_key.h"
+#include "select/layer_selection.h"
 #include "transfer/loopback/loopback_transport.h"
 #include "transfer_test_util.h"
 
@@ -42,15 +43,13 @@ class SpeculativeSenderTest : public ::testing::Test {
   }
 
   // Every block of the grid, layer-major.
-  std::vector<select::BlockKey> Order() const {
-    std::vector<select::BlockKey> order;
+  std::vector<kv::BlockKey> Order() const {
+    std::vector<kv::BlockKey> order;
     for (std::int64_t i = 0; i < grid_.total(); ++i) order.push_back(grid_.KeyOf(i));
     return order;
   }
-  bool Present(const select::BlockKey& k) const {
-    return pair_.decode_store->IsPresent({kSpecRequest, static_cast<std::uint32_t>(k.layer),
-                                          static_cast<std::uint32_t>(k.head),
-                                          static_cast<std::uint32_t>(k.block)});
+  bool Present(const kv::BlockKey& k) const {
+    return pair_.decode_store->IsPresent({kSpecRequest, k});
   }
   // Waits until the decode store holds `n` blocks (30 s at most).
   bool WaitForBlocks(std::uint64_t n) const {
@@ -63,18 +62,18 @@ class SpeculativeSenderTest : public ::testing::Test {
   }
 
   tt::EndpointPair pair_;
-  select::BlockGrid grid_;
+  kv::BlockGrid grid_;
   std::size_t block_bytes_ = 0;
 };
 
 TEST_F(SpeculativeSenderTest, StreamsEverythingButTheSkippedAndRequestedBlocksOnce) {
   SpeculativeSender sender(pair_.prefill.get(), block_bytes_, kLinkBytesPerSecond);
-  select::BlockSet skip(grid_);
+  kv::BlockSet skip(grid_);
   const std::set<std::int64_t> pushed = {0, 1, 9, 30};
   for (std::int64_t i : pushed) skip.Insert(grid_.KeyOf(i));
   // Fetched on demand while the stream runs, long before it gets there (blocks 40 and 60 are
   // at least 0.8 s of this link away): never streamed.
-  const std::vector<select::BlockKey> fetched = {grid_.KeyOf(40), grid_.KeyOf(60)};
+  const std::vector<kv::BlockKey> fetched = {grid_.KeyOf(40), grid_.KeyOf(60)};
   sender.Add(kSpecRequest, pair_.decode_peer, select::SpeculativeStream(Order()), std::move(skip),
              select::SpeculativePacing{}, core::Deadline::After(core::Seconds(30)));
   sender.MarkRequested(kSpecRequest, fetched);
@@ -96,7 +95,7 @@ TEST_F(SpeculativeSenderTest, StreamsEverythingButTheSkippedAndRequestedBlocksOn
 TEST_F(SpeculativeSenderTest, RemoveStopsAStreamAndCountsWhatWasNeverSent) {
   SpeculativeSender sender(pair_.prefill.get(), block_bytes_, kLinkBytesPerSecond);
   sender.Add(kSpecRequest, pair_.decode_peer, select::SpeculativeStream(Order()),
-             select::BlockSet(grid_), select::SpeculativePacing{},
+             kv::BlockSet(grid_), select::SpeculativePacing{},
              core::Deadline::After(core::Seconds(30)));
   ASSERT_TRUE(WaitForBlocks(1));
   const std::int64_t never_sent = sender.Remove(kSpecRequest);
@@ -112,11 +111,11 @@ TEST_F(SpeculativeSenderTest, RemoveStopsAStreamAndCountsWhatWasNeverSent) {
 TEST_F(SpeculativeSenderTest, StopWithALiveStreamEndsAndLaterCallsStillWork) {
   SpeculativeSender sender(pair_.prefill.get(), block_bytes_, kLinkBytesPerSecond);
   sender.Add(kSpecRequest, pair_.decode_peer, select::SpeculativeStream(Order()),
-             select::BlockSet(grid_), select::SpeculativePacing{},
+             kv::BlockSet(grid_), select::SpeculativePacing{},
              core::Deadline::After(core::Seconds(30)));
   sender.Stop();
   const std::uint64_t sent = sender.blocks_sent();
-  sender.MarkRequested(kSpecRequest, std::vector<select::BlockKey>{grid_.KeyOf(3)});
+  sender.MarkRequested(kSpecRequest, std::vector<kv::BlockKey>{grid_.KeyOf(3)});
   EXPECT_GE(sender.Remove(kSpecRequest), 0);  // a lease released during shutdown finds it
   EXPECT_EQ(sender.blocks_sent(), sent);
 }

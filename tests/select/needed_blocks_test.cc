@@ -37,7 +37,7 @@ model::ModelConfig WindowConfig(int window = 40) {
 TEST(NeededBlocks, ASlidingLayerNeedsTheBlocksOfTheFirstDecodePositionsWindow) {
   // 1600 tokens: 100 blocks. The query at 1600 attends keys 1561..1600: blocks 97.. (1561/16).
   const NeededBlocks n = PromptNeededBlocks(WindowConfig(), 16, 1600, true);
-  EXPECT_EQ(n.grid, (BlockGrid{4, 2, 100}));
+  EXPECT_EQ(n.grid, (kv::BlockGrid{4, 2, 100}));
   for (int l = 0; l < 3; ++l) {
     EXPECT_TRUE(n.IsWindowLayer(l));
     EXPECT_EQ(n.FirstBlock(l), 97);
@@ -91,7 +91,7 @@ TEST(NeededBlocks, ProactivePushesWindowsWholeAndRanksOnlyTheGlobalLayers) {
         EXPECT_EQ(item.round, 0) << "required: first, before any ranked block";
         EXPECT_TRUE(needed.Needed(item.key))
             << "block " << item.key.block << " is before the window";
-        EXPECT_TRUE(pushed.insert({item.key.head, item.key.block}).second);
+        EXPECT_TRUE(pushed.insert({item.key.kv_head, item.key.block}).second);
       }
       EXPECT_EQ(std::ssize(pushed), needed.InLayer(l));
     }
@@ -111,13 +111,13 @@ TEST(NeededBlocks, SpeculativeOrderStreamsOnlyGlobalLayersAndWithThePushesCovers
   const ProactiveBudget b =
       PlanProactiveBudget(kWindowGeometry, n, 200000, nullptr, ProactiveOptions(), &needed);
   const auto plans = PlanWindowLayers(b);
-  const std::vector<BlockKey> order = SpeculativeOrder(plans);
+  const std::vector<kv::BlockKey> order = SpeculativeOrder(plans);
   ASSERT_FALSE(order.empty());
   std::set<std::int64_t> seen;
   for (const LayerPushPlan& p : plans) {
     for (const PushItem& i : p.push) EXPECT_TRUE(seen.insert(b.grid.Index(i.key)).second);
   }
-  for (const BlockKey& k : order) {
+  for (const kv::BlockKey& k : order) {
     EXPECT_EQ(k.layer, 3) << "a window layer's block in the speculative stream";
     EXPECT_TRUE(seen.insert(b.grid.Index(k)).second) << "duplicate";
   }

@@ -155,19 +155,19 @@ TEST(OnDemand, StreamingHeadsKeepOnlySinksAndLocalWindow) {
   EXPECT_EQ(out.heads[1], (std::vector<std::int32_t>{0, 12, 18, 19}));
 }
 
-TEST(BlockKey, SelectionDifferenceAndUnion) {
+TEST(LayerSelection, DifferenceAndUnion) {
   LayerSelection a{{{1, 3, 5, 7}, {2}}}, b{{{3, 4, 7}, {}}}, out;
   SelectionDifference(a, b, &out);
   EXPECT_EQ(out.heads[0], (std::vector<std::int32_t>{1, 5}));
   EXPECT_EQ(out.heads[1], (std::vector<std::int32_t>{2}));
   SelectionUnion(a, b, &out);
   EXPECT_EQ(out.heads[0], (std::vector<std::int32_t>{1, 3, 4, 5, 7}));
-  const BlockGrid g{2, 3, 5};
-  BlockSet set(g);
+  const kv::BlockGrid g{2, 3, 5};
+  kv::BlockSet set(g);
   EXPECT_TRUE(set.Insert({1, 2, 4}));
   EXPECT_FALSE(set.Insert({1, 2, 4}));
   EXPECT_EQ(set.size(), 1);
-  EXPECT_EQ(g.KeyOf(g.Index({1, 2, 4})), (BlockKey{1, 2, 4}));
+  EXPECT_EQ(g.KeyOf(g.Index({1, 2, 4})), (kv::BlockKey{1, 2, 4}));
 }
 
 }  // namespace

@@ -71,9 +71,9 @@ TEST(Proactive, EveryBlockOfALayerIsPushedOrRestExactlyOnce) {
     std::set<std::pair<int, int>> seen;
     for (const PushItem& i : plan.push) {
       EXPECT_EQ(i.key.layer, plan.layer);
-      EXPECT_TRUE(seen.insert({i.key.head, i.key.block}).second);
+      EXPECT_TRUE(seen.insert({i.key.kv_head, i.key.block}).second);
     }
-    for (const BlockKey& k : plan.rest) EXPECT_TRUE(seen.insert({k.head, k.block}).second);
+    for (const kv::BlockKey& k : plan.rest) EXPECT_TRUE(seen.insert({k.kv_head, k.block}).second);
     EXPECT_EQ(std::ssize(seen), b.grid.per_layer());
   }
 }
@@ -145,12 +145,12 @@ TEST(Proactive, RanksByProfilePriorTimesRequestScore) {
   scores[90] = 0.1f;  // 1.0 * 0.1 = 0.1
   const LayerPushPlan plan = PlanLayer(b, 2, scores, &p, ProactiveOptions());
   ASSERT_GT(plan.push.size(), 8u);
-  EXPECT_EQ(plan.push[6].key, (BlockKey{2, 0, 90}));
+  EXPECT_EQ(plan.push[6].key, (kv::BlockKey{2, 0, 90}));
   EXPECT_EQ(plan.push[6].round, 1);
-  EXPECT_EQ(plan.push[7].key, (BlockKey{2, 0, 10}));
+  EXPECT_EQ(plan.push[7].key, (kv::BlockKey{2, 0, 10}));
   // Without a profile the request score alone decides.
   const LayerPushPlan flat = PlanLayer(b, 2, scores, nullptr, ProactiveOptions());
-  EXPECT_EQ(flat.push[6].key, (BlockKey{2, 0, 10}));
+  EXPECT_EQ(flat.push[6].key, (kv::BlockKey{2, 0, 10}));
   // With neither, recency: the latest non-edge blocks first.
   const LayerPushPlan recent = PlanLayer(b, 2, {}, nullptr, ProactiveOptions());
   EXPECT_EQ(recent.push[6].key.block, 97);

@@ -22,7 +22,7 @@ std::vector<LayerPushPlan> Plans(std::int64_t budget) {
 
 TEST(Speculative, OrderInterleavesLayersAndExcludesPushedBlocks) {
   const auto plans = Plans(200000);
-  const std::vector<BlockKey> order = SpeculativeOrder(plans);
+  const std::vector<kv::BlockKey> order = SpeculativeOrder(plans);
   std::size_t pushed = 0;
   for (const auto& p : plans) pushed += p.push.size();
   EXPECT_EQ(order.size() + pushed, 3u * 2 * 50);
@@ -32,25 +32,25 @@ TEST(Speculative, OrderInterleavesLayersAndExcludesPushedBlocks) {
   EXPECT_EQ(order[0], plans[0].rest[0]);
   EXPECT_EQ(order[3], plans[0].rest[1]);
   std::set<std::int64_t> seen;
-  const BlockGrid grid{3, 2, 50};
+  const kv::BlockGrid grid{3, 2, 50};
   for (const auto& p : plans) {
     for (const auto& i : p.push) seen.insert(grid.Index(i.key));
   }
-  for (const BlockKey& k : order) EXPECT_TRUE(seen.insert(grid.Index(k)).second) << "duplicate";
+  for (const kv::BlockKey& k : order) EXPECT_TRUE(seen.insert(grid.Index(k)).second) << "duplicate";
   EXPECT_EQ(std::ssize(seen), grid.total());
 }
 
 TEST(Speculative, StreamCoversEveryBlockOnceAndSkipsSentOrRequested) {
   const auto plans = Plans(100000);
-  const BlockGrid grid{3, 2, 50};
-  BlockSet done(grid);  // pushed, requested on demand, or streamed
+  const kv::BlockGrid grid{3, 2, 50};
+  kv::BlockSet done(grid);  // pushed, requested on demand, or streamed
   for (const auto& p : plans) {
     for (const auto& i : p.push) done.Insert(i.key);
   }
   SpeculativeStream stream(SpeculativeOrder(plans));
   std::mt19937 rng(3);
   std::int64_t streamed = 0;
-  std::vector<BlockKey> batch;
+  std::vector<kv::BlockKey> batch;
   while (!stream.done()) {
     // The decode node requests a few random blocks on demand between batches.
     for (int i = 0; i < 3; ++i) {
@@ -59,7 +59,7 @@ TEST(Speculative, StreamCoversEveryBlockOnceAndSkipsSentOrRequested) {
     }
     batch.clear();
     stream.Next(7, done, &batch);
-    for (const BlockKey& k : batch) {
+    for (const kv::BlockKey& k : batch) {
       EXPECT_TRUE(done.Insert(k)) << "block sent twice";
       ++streamed;
     }

@@ -46,7 +46,8 @@ class Reader {
 };
 
 // n x `fields` u32 words follow; the count must match the bytes exactly (no huge allocations).
-Status GetKeys(Reader& r, ControlType type, int fields, int layer, std::vector<select::BlockKey>* keys) {
+Status GetKeys(Reader& r, ControlType type, int fields, int layer,
+               std::vector<kv::BlockKey>* keys) {
   std::uint32_t n = 0;
   SG_RETURN_IF_ERROR(r.Get(&n));
   if (r.left() != std::size_t{n} * 4 * fields) {
@@ -110,7 +111,8 @@ ControlMessage ControlMessage::Summaries(std::uint64_t id, std::span<const std::
   return m;
 }
 
-ControlMessage ControlMessage::Manifest(std::uint64_t id, int layer, std::vector<select::BlockKey> blocks) {
+ControlMessage ControlMessage::Manifest(std::uint64_t id, int layer,
+                                        std::vector<kv::BlockKey> blocks) {
   ControlMessage m = PrefillStarted(id);
   m.type = ControlType::kProactiveManifest;
   m.layer = layer;
@@ -119,13 +121,13 @@ ControlMessage ControlMessage::Manifest(std::uint64_t id, int layer, std::vector
 }
 
 ControlMessage ControlMessage::FirstStepManifest(std::uint64_t id, int layer,
-                                                std::vector<select::BlockKey> blocks) {
+                                                 std::vector<kv::BlockKey> blocks) {
   ControlMessage m = Manifest(id, layer, std::move(blocks));
   m.type = ControlType::kFirstStepManifest;
   return m;
 }
 
-ControlMessage ControlMessage::Requested(std::uint64_t id, std::vector<select::BlockKey> blocks) {
+ControlMessage ControlMessage::Requested(std::uint64_t id, std::vector<kv::BlockKey> blocks) {
   ControlMessage m = PrefillStarted(id);
   m.type = ControlType::kRequested;
   m.blocks = std::move(blocks);
@@ -162,7 +164,7 @@ std::vector<std::byte> EncodeControl(const ControlMessage& m) {
       w.Put(static_cast<std::uint32_t>(m.layer));
       w.Put(static_cast<std::uint32_t>(m.blocks.size()));
       for (const auto& k : m.blocks) {
-        w.Put(static_cast<std::uint32_t>(k.head));
+        w.Put(static_cast<std::uint32_t>(k.kv_head));
         w.Put(static_cast<std::uint32_t>(k.block));
       }
       break;
@@ -170,7 +172,7 @@ std::vector<std::byte> EncodeControl(const ControlMessage& m) {
       w.Put(static_cast<std::uint32_t>(m.blocks.size()));
       for (const auto& k : m.blocks) {
         w.Put(static_cast<std::uint32_t>(k.layer));
-        w.Put(static_cast<std::uint32_t>(k.head));
+        w.Put(static_cast<std::uint32_t>(k.kv_head));
         w.Put(static_cast<std::uint32_t>(k.block));
       }
       break;

@@ -25,7 +25,7 @@
 
 #include "core/result.h"
 #include "model/sampler.h"
-#include "select/block_key.h"
+#include "select/layer_selection.h"
 
 namespace smartgen::node {
 
@@ -49,17 +49,17 @@ struct ControlMessage {
   Status failure;                           // kPrefillFailed
   std::span<const std::byte> summaries;     // kSummaries: a view into the decoded bytes
   int layer = 0;                            // k*Manifest
-  std::vector<select::BlockKey> blocks;     // k*Manifest (of `layer`), kRequested
+  std::vector<kv::BlockKey> blocks;         // k*Manifest (of `layer`), kRequested
 
   static ControlMessage PrefillStarted(std::uint64_t id);
   static ControlMessage PrefillDone(std::uint64_t id, std::int32_t first_token, std::int64_t n_prompt,
                                     const model::TokenLogprobs* first_logprobs = nullptr);
   static ControlMessage PrefillFailed(std::uint64_t id, const Status& why);
   static ControlMessage Summaries(std::uint64_t id, std::span<const std::byte> summaries);
-  static ControlMessage Manifest(std::uint64_t id, int layer, std::vector<select::BlockKey> blocks);
+  static ControlMessage Manifest(std::uint64_t id, int layer, std::vector<kv::BlockKey> blocks);
   static ControlMessage FirstStepManifest(std::uint64_t id, int layer,
-                                          std::vector<select::BlockKey> blocks);
-  static ControlMessage Requested(std::uint64_t id, std::vector<select::BlockKey> blocks);
+                                          std::vector<kv::BlockKey> blocks);
+  static ControlMessage Requested(std::uint64_t id, std::vector<kv::BlockKey> blocks);
 };
 
 // The wire bytes of `m` (its type travels as the transfer control message type).

@@ -99,7 +99,7 @@ void DecodeNode::OnPeerDown(transfer::PeerId peer, const Status& why) {
   }
 }
 
-Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<select::BlockKey>& keys) {
+Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<kv::BlockKey>& keys) {
   std::optional<transfer::PeerId> peer;
   {
     std::lock_guard<std::mutex> lock(r.mu);
@@ -114,10 +114,7 @@ Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<select::BlockKey>& 
   t.direction = transfer::Direction::kPull;
   t.priority = transfer::Priority::kOnDemand;
   t.deadline = core::Deadline::After(r.call.timeout_ms * core::kNanosPerMilli);
-  for (const auto& k : keys) {
-    t.ranges.push_back({id, static_cast<std::uint32_t>(k.layer), static_cast<std::uint32_t>(k.head),
-                        static_cast<std::uint32_t>(k.block), 1});
-  }
+  t.ranges = transfer::RangesOf(id, keys);
   SG_ASSIGN_OR_RETURN(transfer::TransferHandle handle, endpoint_->Post(*peer, t));
   endpoint_->Release(handle);  // arrival is tracked by residency
   return Status::Ok();

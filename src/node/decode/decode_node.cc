@@ -208,7 +208,7 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call) {
     auto session = std::make_unique<SmartgenSession>(
         rt_.model->config(), &r->entry->kv, &r->entry->residency, n_prompt, *options,
         select::PickProfile(rt_.profiles, n_prompt), needed,
-        [this, weak](const std::vector<select::BlockKey>& keys) {
+        [this, weak](const std::vector<kv::BlockKey>& keys) {
           auto rr = weak.lock();
           return rr ? Fetch(*rr, keys) : Cancelled("request ended");
         },

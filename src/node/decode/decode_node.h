@@ -92,7 +92,7 @@ class DecodeNode {
   RequestPtr FindRequest(std::uint64_t id) const;
   void Reject(transfer::PeerId peer, std::uint32_t type, const Status& why);
   // SmartGen: posts an on-demand pull of `keys` to the request's prefill node.
-  Status Fetch(DecodeRequest& r, const std::vector<select::BlockKey>& keys);
+  Status Fetch(DecodeRequest& r, const std::vector<kv::BlockKey>& keys);
   // Computes the prompt here and fills every absent block of the request's KV.
   Status RecomputeMissing(DecodeRequest& r);
   void RecordSmartgen(const nlohmann::json& sg);

@@ -25,14 +25,16 @@ SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceK
       recompute_(std::move(recompute)),
       step_timeout_(step_timeout),
       needed_(needed),
-      selector_(config, static_cast<std::int32_t>(residency->n_blocks()), options.on_demand, profile),
+      selector_(config, static_cast<std::int32_t>(residency->n_blocks()), options.on_demand,
+                profile),
       summaries_(config.n_layers),
       manifest_(config.n_layers),
       manifest_seen_(config.n_layers, 0),
       first_step_(config.n_layers),
       first_step_seen_(config.n_layers, 0),
       first_step_used_(config.n_layers, 0),
-      incoming_(select::BlockGrid{config.n_layers, config.n_kv_heads, static_cast<std::int32_t>(residency->n_blocks())}),
+      incoming_(kv::BlockGrid{config.n_layers, config.n_kv_heads,
+                              static_cast<std::int32_t>(residency->n_blocks())}),
       layer_stall_ms_(config.n_layers, 0.0),
       local_ms_(config.n_layers, 0.0),
       o2_(static_cast<std::size_t>(config.n_group()) * config.head_dim),
@@ -58,11 +60,12 @@ Status SmartgenSession::AddSummaries(std::span<const std::byte> wire) {
   return Status::Ok();
 }
 
-Status SmartgenSession::AddManifest(int layer, const std::vector<select::BlockKey>& blocks) {
+Status SmartgenSession::AddManifest(int layer, const std::vector<kv::BlockKey>& blocks) {
   if (layer < 0 || layer >= config_.n_layers) return DataLoss("manifest of layer {}", layer);
   for (const auto& k : blocks) {
-    if (k.head < 0 || k.head >= config_.n_kv_heads || k.block < 0 || k.block >= residency_->n_blocks()) {
-      return DataLoss("manifest block {}/{} is outside the prompt", k.head, k.block);
+    if (k.kv_head < 0 || k.kv_head >= config_.n_kv_heads || k.block < 0 ||
+        k.block >= residency_->n_blocks()) {
+      return DataLoss("manifest block {}/{} is outside the prompt", k.kv_head, k.block);
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -73,11 +76,12 @@ Status SmartgenSession::AddManifest(int layer, const std::vector<select::BlockKe
   return Status::Ok();
 }
 
-Status SmartgenSession::AddFirstStep(int layer, const std::vector<select::BlockKey>& blocks) {
+Status SmartgenSession::AddFirstStep(int layer, const std::vector<kv::BlockKey>& blocks) {
   if (layer < 0 || layer >= config_.n_layers) return DataLoss("first-step manifest of layer {}", layer);
   for (const auto& k : blocks) {
-    if (k.head < 0 || k.head >= config_.n_kv_heads || k.block < 0 || k.block >= residency_->n_blocks()) {
-      return DataLoss("first-step block {}/{} is outside the prompt", k.head, k.block);
+    if (k.kv_head < 0 || k.kv_head >= config_.n_kv_heads || k.block < 0 ||
+        k.block >= residency_->n_blocks()) {
+      return DataLoss("first-step block {}/{} is outside the prompt", k.kv_head, k.block);
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -100,7 +104,7 @@ bool SmartgenSession::Ready(core::Nanos prefill_done_at) {
     if ((!summaries_[l] && !needed_.IsWindowLayer(l)) || !manifest_seen_[l]) return false;
     if (options_.first_step && !first_step_seen_[l]) return false;
     for (const auto& k : manifest_[l]) {
-      all_present = all_present && residency_->present(k.layer, k.head, k.block);
+      all_present = all_present && residency_->present(k.layer, k.kv_head, k.block);
     }
   }
   if (!options_.first_step) return all_present;
@@ -134,23 +138,23 @@ Status SmartgenSession::AttendDense(int layer, const float* q, std::int64_t pos,
   return Status::Ok();
 }
 
-Status SmartgenSession::RequestKeys(std::span<const select::BlockKey> keys) {
+Status SmartgenSession::RequestKeys(std::span<const kv::BlockKey> keys) {
   scratch_keys_.clear();
-  for (const select::BlockKey& k : keys) {
-    if (residency_->MarkRequested(k.layer, k.head, k.block)) scratch_keys_.push_back(k);
+  for (const kv::BlockKey& k : keys) {
+    if (residency_->MarkRequested(k.layer, k.kv_head, k.block)) scratch_keys_.push_back(k);
   }
   if (scratch_keys_.empty()) return Status::Ok();
   blocks_fetched_ += std::ssize(scratch_keys_);
   const Status st = fetch_(scratch_keys_);
   if (!st.ok()) {
-    for (const auto& k : scratch_keys_) residency_->MarkAbsent(k.layer, k.head, k.block);
+    for (const auto& k : scratch_keys_) residency_->MarkAbsent(k.layer, k.kv_head, k.block);
   }
   return st;
 }
 
 Status SmartgenSession::Request(int layer, const select::LayerSelection& sel,
-                                std::vector<select::BlockKey>* missing) {
-  std::vector<select::BlockKey> keys;
+                                std::vector<kv::BlockKey>* missing) {
+  std::vector<kv::BlockKey> keys;
   for (int h = 0; h < static_cast<int>(sel.heads.size()); ++h) {
     for (std::int32_t b : sel.heads[h]) {
       if (residency_->present(layer, h, b)) continue;
@@ -206,8 +210,8 @@ void SmartgenSession::RequestPredicted(int layer) {
 void SmartgenSession::ScorePrediction(int layer, const select::LayerSelection& sel) {
   if (predicted_layer_ != layer) return;
   predicted_layer_ = -1;
-  for (const select::BlockKey& k : predicted_keys_) {
-    const auto& chosen = sel.heads[k.head];
+  for (const kv::BlockKey& k : predicted_keys_) {
+    const auto& chosen = sel.heads[k.kv_head];
     ++predicted_;
     if (std::find(chosen.begin(), chosen.end(), k.block) != chosen.end()) ++predicted_hits_;
   }
@@ -228,7 +232,7 @@ Status SmartgenSession::Recover(const Status& why) {
 
 bool SmartgenSession::TakeFirstStep(int layer, select::LayerSelection* sel) {
   if (first_step_used_[layer]) return false;
-  std::vector<select::BlockKey> keys;
+  std::vector<kv::BlockKey> keys;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!first_step_seen_[layer]) return false;
@@ -239,15 +243,15 @@ bool SmartgenSession::TakeFirstStep(int layer, select::LayerSelection* sel) {
     first_step_until_ = core::NowNanos() + static_cast<core::Nanos>(options_.first_wait_ms * core::kNanosPerMilli);
   }
   // Ranked first: at the head's top score, in the prefill node's order.
-  for (const select::BlockKey& k : keys) {
-    auto& blocks = sel->heads[k.head];
+  for (const kv::BlockKey& k : keys) {
+    auto& blocks = sel->heads[k.kv_head];
     if (std::find(blocks.begin(), blocks.end(), k.block) != blocks.end()) continue;
     float top = 0;
     if (!sel->scores.empty()) {
       top = -std::numeric_limits<float>::infinity();
-      for (float v : sel->scores[k.head]) top = std::max(top, v);
+      for (float v : sel->scores[k.kv_head]) top = std::max(top, v);
       if (!std::isfinite(top)) top = 0;
-      sel->scores[k.head].push_back(top);
+      sel->scores[k.kv_head].push_back(top);
     }
     blocks.push_back(k.block);
   }
@@ -292,7 +296,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   // The selected blocks that are not here, highest score first.
   struct Missing {
     float score;
-    select::BlockKey key;
+    kv::BlockKey key;
   };
   std::vector<Missing> missing;
   for (int h = 0; h < config_.n_kv_heads; ++h) {
@@ -303,10 +307,10 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     }
   }
   std::stable_sort(missing.begin(), missing.end(), [](const Missing& a, const Missing& b) { return a.score > b.score; });
-  std::vector<select::BlockKey> awaited;  // missing and on its way (requested now or before)
+  std::vector<kv::BlockKey> awaited;  // missing and on its way (requested now or before)
   if (options_.fetch_on_demand && !missing.empty()) {
     // This layer's blocks first (the link serves one priority in order), as many as can arrive.
-    std::vector<select::BlockKey> ask;
+    std::vector<kv::BlockKey> ask;
     const std::int64_t cap = FetchCap();
     std::vector<std::uint8_t> coming(missing.size(), 0);  // pushed by the prefill node already
     {
@@ -315,7 +319,9 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     }
     for (std::size_t i = 0; i < missing.size(); ++i) {
       const Missing& m = missing[i];
-      if (coming[i] || residency_->state(m.key.layer, m.key.head, m.key.block) == kv::BlockState::kRequested) continue;
+      if (coming[i] ||
+          residency_->state(m.key.layer, m.key.kv_head, m.key.block) == kv::BlockState::kRequested)
+        continue;
       if (std::ssize(ask) >= cap) {
         ++fetch_capped_;
         continue;
@@ -329,7 +335,8 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     }
     for (std::size_t i = 0; i < missing.size(); ++i) {
       const Missing& m = missing[i];
-      if (coming[i] || residency_->state(m.key.layer, m.key.head, m.key.block) != kv::BlockState::kAbsent) {
+      if (coming[i] ||
+          residency_->state(m.key.layer, m.key.kv_head, m.key.block) != kv::BlockState::kAbsent) {
         awaited.push_back(m.key);
       }
     }
@@ -386,7 +393,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
         [&] {
           if (link_down_.load()) return true;
           for (const auto& k : awaited) {
-            if (!residency_->present(k.layer, k.head, k.block)) return false;
+            if (!residency_->present(k.layer, k.kv_head, k.block)) return false;
           }
           return true;
         },
@@ -395,7 +402,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     layer_stall_ms_[layer] += stalled;
     step_stall_ms_ += stalled;
     bool all = waited.ok();
-    for (const auto& k : awaited) all = all && residency_->present(k.layer, k.head, k.block);
+    for (const auto& k : awaited) all = all && residency_->present(k.layer, k.kv_head, k.block);
     if (link_down_.load() || (!all && bound >= step_timeout_)) {
       SG_RETURN_IF_ERROR(Recover(link_down_.load() ? Unavailable("the KV link went down") : waited));
       return AttendDense(layer, q, pos, out);

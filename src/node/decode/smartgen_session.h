@@ -60,7 +60,7 @@ namespace smartgen::node {
 class SmartgenSession final : public model::AttentionOverride {
  public:
   // Posts a batched on-demand pull of `keys` (and tells the prefill node); returns at once.
-  using FetchFn = std::function<Status(const std::vector<select::BlockKey>& keys)>;
+  using FetchFn = std::function<Status(const std::vector<kv::BlockKey>& keys)>;
   // Computes every absent prompt block here and marks it present.
   using RecomputeFn = std::function<Status()>;
 
@@ -71,10 +71,10 @@ class SmartgenSession final : public model::AttentionOverride {
 
   // Control-message intake (any thread).
   Status AddSummaries(std::span<const std::byte> wire);
-  Status AddManifest(int layer, const std::vector<select::BlockKey>& blocks);
+  Status AddManifest(int layer, const std::vector<kv::BlockKey>& blocks);
   // The blocks the prefill node's run of the first decode step selected in `layer`, best
   // first (SmartgenOptions::first_step); they are on their way (marked requested).
-  Status AddFirstStep(int layer, const std::vector<select::BlockKey>& blocks);
+  Status AddFirstStep(int layer, const std::vector<kv::BlockKey>& blocks);
   void OnLinkDown();
 
   // Every layer's summaries and manifest (and, with first_step, first-step manifest) arrived,
@@ -103,10 +103,9 @@ class SmartgenSession final : public model::AttentionOverride {
   Status AttendDense(int layer, const float* q, std::int64_t pos, float* out);
   // Marks the absent blocks of `sel` (in `layer`) requested and fetches them; the keys that
   // still need to arrive are appended to `missing` when not null.
-  Status Request(int layer, const select::LayerSelection& sel,
-                 std::vector<select::BlockKey>* missing);
+  Status Request(int layer, const select::LayerSelection& sel, std::vector<kv::BlockKey>* missing);
   // Marks the absent ones of `keys` requested and fetches them in one batch.
-  Status RequestKeys(std::span<const select::BlockKey> keys);
+  Status RequestKeys(std::span<const kv::BlockKey> keys);
   // Blocks one layer-step asks for at most (SmartgenOptions::max_fetch_blocks or the link rate).
   std::int64_t FetchCap() const;
   // How long layer `layer` waits for its fetch (SmartgenOptions::wait_bound_ms or auto).
@@ -143,12 +142,12 @@ class SmartgenSession final : public model::AttentionOverride {
 
   mutable std::mutex mu_;  // guards summaries_, manifest_, link_down_
   std::vector<std::unique_ptr<select::LayerSummaries>> summaries_;  // [n_layers]
-  std::vector<std::vector<select::BlockKey>> manifest_;             // [n_layers]
+  std::vector<std::vector<kv::BlockKey>> manifest_;                 // [n_layers]
   std::vector<std::uint8_t> manifest_seen_;                         // [n_layers]
-  std::vector<std::vector<select::BlockKey>> first_step_;           // [n_layers], until used
+  std::vector<std::vector<kv::BlockKey>> first_step_;               // [n_layers], until used
   std::vector<std::uint8_t> first_step_seen_;                       // [n_layers]
   std::vector<std::uint8_t> first_step_used_;                       // [n_layers], engine thread
-  select::BlockSet incoming_;  // proactive and first-step blocks: pushed, so never fetched
+  kv::BlockSet incoming_;  // proactive and first-step blocks: pushed, so never fetched
   std::atomic<bool> link_down_{false};
 
   core::Nanos exact_at_ = 0;
@@ -173,9 +172,9 @@ class SmartgenSession final : public model::AttentionOverride {
   std::vector<double> step_present_share_;  // per step (first 64): present share of bound mass
   std::vector<double> step_ratio_;         // on-demand ratio per decode step (first 64)
   std::int64_t step_selected_ = 0, step_missing_ = 0;
-  std::vector<select::BlockKey> scratch_keys_;
+  std::vector<kv::BlockKey> scratch_keys_;
   int predicted_layer_ = -1;                    // the layer `predicted_keys_` were asked for
-  std::vector<select::BlockKey> predicted_keys_;
+  std::vector<kv::BlockKey> predicted_keys_;
   std::int64_t predicted_ = 0, predicted_hits_ = 0;
   std::vector<kernels::KvBlockRef> refs_;
   std::vector<std::uint8_t> selected_mask_;  // [n_blocks] scratch of one head's selection

@@ -60,9 +60,9 @@ Result<double> PrefillNode::RunFirstStep(transfer::PeerId peer, std::uint64_t id
     SG_LOG_WARN("prefill", "request {}: no room for the first step ({}); the decode node selects alone",
                 id, room.ToString());
   }
-  const std::vector<select::BlockKey> order = sg.TakeFirstStep(ran ? cap : 0);
-  std::vector<std::vector<select::BlockKey>> keys(n_layers);
-  for (const select::BlockKey& k : order) keys[k.layer].push_back(k);
+  const std::vector<kv::BlockKey> order = sg.TakeFirstStep(ran ? cap : 0);
+  std::vector<std::vector<kv::BlockKey>> keys(n_layers);
+  for (const kv::BlockKey& k : order) keys[k.layer].push_back(k);
   // Control frames overtake data: every manifest is there before the blocks and PrefillDone.
   for (int l = 0; l < n_layers; ++l) {
     SG_RETURN_IF_ERROR(SendControl(peer, ControlMessage::FirstStepManifest(id, l, keys[l])));
@@ -70,7 +70,8 @@ Result<double> PrefillNode::RunFirstStep(transfer::PeerId peer, std::uint64_t id
   // Ahead of everything queued: they are what the first step needs most (behind the proactive
   // blocks still on the link, they missed the wait on slow links: kv-retrieval-tiny at 30 Mbit/s
   // answered 67 % right against 99 % colocated).
-  SG_RETURN_IF_ERROR(Push(peer, ToRanges(id, order), transfer::Priority::kOnDemand, deadline));
+  SG_RETURN_IF_ERROR(
+      Push(peer, transfer::RangesOf(id, order), transfer::Priority::kOnDemand, deadline));
   return watch.ElapsedMillis();
 }
 

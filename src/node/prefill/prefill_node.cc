@@ -329,9 +329,8 @@ Status PrefillNode::PushLayers(transfer::PeerId peer, std::uint64_t request_id, 
     const std::int32_t first = needed.FirstBlock(l);
     if (first >= needed.grid.n_blocks) continue;
     for (int h = 0; h < n_heads; ++h) {
-      ranges.push_back({request_id, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(h),
-                        static_cast<std::uint32_t>(first),
-                        static_cast<std::uint32_t>(needed.grid.n_blocks - first)});
+      ranges.emplace_back(request_id,
+                          kv::BlockRange{l, h, first, needed.grid.n_blocks - first});
     }
   }
   return Push(peer, std::move(ranges), transfer::Priority::kProactive, deadline);

@@ -56,11 +56,11 @@ class SmartgenPrefill {
   void ScoreFirstStep(int layer, const float* q, const kv::SequenceKv& kv);
   // The candidates of every layer, each head's best first (rank-major), at most `max_blocks`
   // (what the link carries within the first step's wait); they count as pushed from here on.
-  std::vector<select::BlockKey> TakeFirstStep(std::int64_t max_blocks);
+  std::vector<kv::BlockKey> TakeFirstStep(std::int64_t max_blocks);
 
   // Every block not pushed proactively, in speculative order; and the pushed set (to skip).
   select::SpeculativeStream TakeSpeculative();
-  const select::BlockSet& pushed() const { return pushed_; }
+  const kv::BlockSet& pushed() const { return pushed_; }
   const select::ProactiveBudget& budget() const { return budget_; }
   double first_wait_ms() const { return options_.first_wait_ms; }
   nlohmann::json Stats() const;
@@ -76,20 +76,15 @@ class SmartgenPrefill {
   std::vector<float> last_q_;  // [n_rows][q_dim] of the layer being computed
   std::int64_t last_q_rows_ = 0;
   std::vector<select::LayerPushPlan> plans_;  // [n_layers], filled as layers finish
-  select::BlockSet pushed_;
+  kv::BlockSet pushed_;
   std::int64_t summary_bytes_ = 0;
   std::int64_t pushed_blocks_ = 0;
   std::int64_t first_step_blocks_ = 0;
   struct FirstCandidate {
     int rank;  // in its head's order by mass
-    select::BlockKey key;
+    kv::BlockKey key;
   };
   std::vector<FirstCandidate> first_candidates_;
 };
-
-// Groups consecutive keys of one (layer, head) with adjacent block indices into ranges,
-// keeping their order.
-std::vector<transfer::BlockRange> ToRanges(std::uint64_t request_id,
-                                           std::span<const select::BlockKey> keys);
 
 }  // namespace smartgen::node

@@ -9,15 +9,20 @@ struct SpeculativeSender::Stream {
   std::uint64_t request_id;
   transfer::PeerId peer;
   select::SpeculativeStream stream;
-  select::BlockSet skip;
+  kv::BlockSet skip;
   select::SpeculativePacing pacing;
   core::Deadline deadline;
   std::optional<transfer::TransferHandle> in_flight;
   std::int64_t in_flight_blocks = 0;
 
-  Stream(std::uint64_t id, transfer::PeerId p, select::SpeculativeStream s, select::BlockSet k,
+  Stream(std::uint64_t id, transfer::PeerId p, select::SpeculativeStream s, kv::BlockSet k,
          select::SpeculativePacing pc, core::Deadline d)
-      : request_id(id), peer(p), stream(std::move(s)), skip(std::move(k)), pacing(pc), deadline(d) {}
+      : request_id(id),
+        peer(p),
+        stream(std::move(s)),
+        skip(std::move(k)),
+        pacing(pc),
+        deadline(d) {}
 };
 
 SpeculativeSender::SpeculativeSender(transfer::Endpoint* endpoint, std::size_t block_bytes,
@@ -38,7 +43,7 @@ void SpeculativeSender::Stop() {
 }
 
 void SpeculativeSender::Add(std::uint64_t request_id, transfer::PeerId peer,
-                            select::SpeculativeStream stream, select::BlockSet skip,
+                            select::SpeculativeStream stream, kv::BlockSet skip,
                             select::SpeculativePacing pacing, core::Deadline deadline) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -49,7 +54,7 @@ void SpeculativeSender::Add(std::uint64_t request_id, transfer::PeerId peer,
 }
 
 void SpeculativeSender::MarkRequested(std::uint64_t request_id,
-                                      std::span<const select::BlockKey> keys) {
+                                      std::span<const kv::BlockKey> keys) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = streams_.find(request_id);
   if (it == streams_.end()) return;
@@ -102,7 +107,7 @@ void SpeculativeSender::Loop() {
         bytes = std::min<std::int64_t>(bytes, static_cast<std::int64_t>(link_bytes_per_s_ * kBatchSeconds));
       }
       const std::int64_t max_blocks = std::max<std::int64_t>(1, bytes / static_cast<std::int64_t>(block_bytes_));
-      std::vector<select::BlockKey> keys;
+      std::vector<kv::BlockKey> keys;
       s.stream.Next(max_blocks, s.skip, &keys);
       if (keys.empty()) {
         ++it;
@@ -113,7 +118,7 @@ void SpeculativeSender::Loop() {
       t.direction = transfer::Direction::kPush;
       t.priority = transfer::Priority::kSpeculative;
       t.deadline = s.deadline;
-      t.ranges = ToRanges(s.request_id, keys);
+      t.ranges = transfer::RangesOf(s.request_id, keys);
       auto handle = endpoint_->Post(s.peer, t);
       if (!handle.ok()) {
         // Lease released (the decode node is done) or peer gone: the rest is cancelled.

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <thread>
 
-#include "select/block_key.h"
+#include "select/layer_selection.h"
 #include "select/speculative.h"
 #include "transfer/endpoint.h"
 
@@ -35,9 +35,9 @@ class SpeculativeSender {
 
   // Starts streaming `stream` of request_id to `peer`, skipping `skip` (the pushed blocks).
   void Add(std::uint64_t request_id, transfer::PeerId peer, select::SpeculativeStream stream,
-           select::BlockSet skip, select::SpeculativePacing pacing, core::Deadline deadline);
+           kv::BlockSet skip, select::SpeculativePacing pacing, core::Deadline deadline);
   // The decode node fetched these on demand: do not stream them.
-  void MarkRequested(std::uint64_t request_id, std::span<const select::BlockKey> keys);
+  void MarkRequested(std::uint64_t request_id, std::span<const kv::BlockKey> keys);
   // Stops the request's stream (its lease ended); returns the blocks never sent (-1: unknown).
   std::int64_t Remove(std::uint64_t request_id);
 

@@ -1,4 +1,4 @@
-#include "select/block_key.h"
+#include "select/layer_selection.h"
 
 #include <algorithm>
 #include <iterator>

@@ -1,22 +1,38 @@
-// Addresses of prompt KV blocks, sets of them, and one layer's chosen blocks: the common
-// vocabulary of the selection policies (proactive, on-demand, speculative).
+// The block vocabulary every layer above kv shares (select, transfer, node): the address of one
+// prompt KV block, a run of adjacent blocks, the grid of a prompt's blocks, and a set of them.
 //
 // A prompt of n tokens has n_blocks = ceil(n / B) blocks per (layer, KV head); block b holds
 // positions [b*B, min((b+1)*B, n)). Tokens generated after the prompt (the decode node's local
-// tail) are never addressed here: they are never transferred and always attended.
+// tail) are never addressed here: they are never transferred and always attended. Which
+// request a block belongs to is the transfer engine's business (transfer::BlockKey adds it).
 #pragma once
 
+#include <compare>
 #include <cstdint>
+#include <span>
 #include <vector>
 
-namespace smartgen::select {
+namespace smartgen::kv {
 
-// One block of one (layer, KV head).
+// One block of one (layer, KV head) of a prompt.
 struct BlockKey {
   std::int32_t layer = 0;
-  std::int32_t head = 0;
+  std::int32_t kv_head = 0;
   std::int32_t block = 0;
-  bool operator==(const BlockKey&) const = default;
+
+  friend auto operator<=>(const BlockKey&, const BlockKey&) = default;
+};
+
+// Blocks [first_block, first_block + n_blocks) of one (layer, KV head).
+struct BlockRange {
+  std::int32_t layer = 0;
+  std::int32_t kv_head = 0;
+  std::int32_t first_block = 0;
+  std::int32_t n_blocks = 0;
+
+  BlockKey Key(std::int32_t i) const { return {layer, kv_head, first_block + i}; }
+  std::int32_t end_block() const { return first_block + n_blocks; }
+  friend auto operator<=>(const BlockRange&, const BlockRange&) = default;
 };
 
 // The shape of a prompt's blocks: n_layers x n_kv_heads x n_blocks.
@@ -27,9 +43,9 @@ struct BlockGrid {
 
   std::int64_t total() const { return std::int64_t{n_layers} * n_kv_heads * n_blocks; }
   std::int64_t per_layer() const { return std::int64_t{n_kv_heads} * n_blocks; }
-  // Dense index, layer-major: ((layer * n_kv_heads) + head) * n_blocks + block.
+  // Dense index, layer-major: ((layer * n_kv_heads) + kv_head) * n_blocks + block.
   std::int64_t Index(const BlockKey& k) const {
-    return (std::int64_t{k.layer} * n_kv_heads + k.head) * n_blocks + k.block;
+    return (std::int64_t{k.layer} * n_kv_heads + k.kv_head) * n_blocks + k.block;
   }
   BlockKey KeyOf(std::int64_t index) const {
     const std::int64_t lh = index / n_blocks;
@@ -37,8 +53,12 @@ struct BlockGrid {
             static_cast<std::int32_t>(index % n_blocks)};
   }
   bool Contains(const BlockKey& k) const {
-    return k.layer >= 0 && k.layer < n_layers && k.head >= 0 && k.head < n_kv_heads &&
+    return k.layer >= 0 && k.layer < n_layers && k.kv_head >= 0 && k.kv_head < n_kv_heads &&
            k.block >= 0 && k.block < n_blocks;
+  }
+  bool Contains(const BlockRange& r) const {
+    return r.n_blocks >= 0 && Contains(BlockKey{r.layer, r.kv_head, r.first_block}) &&
+           r.end_block() <= n_blocks;
   }
   bool operator==(const BlockGrid&) const = default;
 };
@@ -73,25 +93,9 @@ class BlockSet {
   std::int64_t size_ = 0;
 };
 
-// The prompt blocks chosen in one layer: per KV head, ascending unique block indices.
-struct LayerSelection {
-  std::vector<std::vector<std::int32_t>> heads;  // [n_kv_heads][k]
-  // The Quest upper bound of each selected block's attention logit (q.k / sqrt(head_dim)),
-  // parallel to `heads`; empty when the selection was not scored (every block selected).
-  std::vector<std::vector<float>> scores;
+// Keys as runs, in the keys' order: a key extends the previous run when it is that run's next
+// block of the same (layer, KV head); anything else starts a new run. Push order is kept, so
+// sorted keys give the fewest runs and ranked keys keep their rank.
+std::vector<BlockRange> ToRuns(std::span<const BlockKey> keys);
 
-  std::int64_t total() const {
-    std::int64_t n = 0;
-    for (const auto& h : heads) n += static_cast<std::int64_t>(h.size());
-    return n;
-  }
-};
-
-// out = blocks of `want` not in `have`, per head (what is left to fetch when `have` was
-// requested early). Both inputs ascending; out is ascending. Heads must match in count.
-void SelectionDifference(const LayerSelection& want, const LayerSelection& have,
-                         LayerSelection* out);
-// out = want ∪ also, per head, ascending.
-void SelectionUnion(const LayerSelection& want, const LayerSelection& also, LayerSelection* out);
-
-}  // namespace smartgen::select
+}  // namespace smartgen::kv
