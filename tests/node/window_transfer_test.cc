@@ -138,6 +138,21 @@ TEST_F(WindowDeployment, EveryModeGivesColocatedTokensAndSendsOnlyTheWindows) {
   }
 }
 
+TEST_F(WindowDeployment, AutoWeighsTheNeededBytes) {
+  const int n = 300;
+  const auto prompt = GemmaPrompt(n);
+  const auto want = testing::ReferenceTokens(GemmaModelPath(), prompt, 8);
+  const select::NeededBlocks needed = select::PromptNeededBlocks(config_, 16, n, true);
+  for (bool aware : {true, false}) {
+    json stats;
+    auto got = Run("auto", prompt, 8, aware ? json::object() : json{{"window_aware", false}}, &stats);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, want) << stats.dump();
+    const double bytes = static_cast<double>(aware ? needed.Total() : needed.grid.total()) * kBlockBytes;
+    EXPECT_EQ(stats["auto"]["kv_bytes"].get<double>(), bytes) << stats.dump();
+  }
+}
+
 TEST_F(WindowDeployment, SmartgenWithDefaultsBecomesExactOnTheNeededBlocksOnly) {
   const int n = 400;
   const auto prompt = GemmaPrompt(n);
