@@ -22,22 +22,14 @@ namespace {
 
 using nlohmann::json;
 
-// A mode label "MODE:nowindow" is MODE with the sliding-window-aware transfer off (the
-// ablation: node/common/window_transfer.h), so both variants alternate in one run.
-constexpr std::string_view kNoWindowSuffix = ":nowindow";
 
 Result<TtstMeasured> Request(const LocalCluster& cluster, const std::vector<std::int32_t>& prompt,
                              int max_tokens, const std::string& label, const json& options) {
   BenchRequest rq;
   rq.prompt = prompt;
   rq.max_tokens = max_tokens;
-  rq.mode = label;
+  rq.mode = label;  // MODE[:VARIANT...], resolved by SendBenchRequest
   rq.options = options;
-  if (label.ends_with(kNoWindowSuffix)) {
-    rq.mode = label.substr(0, label.size() - kNoWindowSuffix.size());
-    if (!rq.options.is_object()) rq.options = json::object();
-    rq.options["window_aware"] = false;
-  }
   return SendBenchRequest(cluster, rq);
 }
 
