@@ -20,6 +20,11 @@ constexpr ModelPreset kPresets[] = {
     // other architectures for tests.
     {"gemma3-1b", "gemma3", 26, 1152, 4, 1, 256, 6912, 262144, 32768, 1000000.0f, 1e-6f, true,
      512, 10000.0f},
+    // Gemma 3's layer pattern (5 sliding-window layers per global one) and window (1024, as
+    // Gemma 3 4B-27B use; rope 10000 local, 1e6 global) at SmolLM2-135M's shape: the
+    // sliding-window transfer's benchmark model on 2 cores (docs/RESULTS.md, issue 12).
+    {"gemma3-smol", "gemma3", 30, 576, 9, 3, 64, 1536, 49152, 8192, 1000000.0f, 1e-6f, true,
+     1024, 10000.0f},
     {"tiny-gemma3", "gemma3", 6, 64, 4, 2, 32, 192, 384, 4096, 1000000.0f, 1e-6f, true, 32,
      10000.0f},
     {"tiny-gemma2", "gemma2", 4, 64, 4, 2, 32, 128, 384, 4096, 10000.0f, 1e-6f, true, 32},

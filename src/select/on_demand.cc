@@ -18,6 +18,7 @@ OnDemandSelector::OnDemandSelector(const model::ModelConfig& config, std::int32_
       profile_(profile),
       dense_(config.n_layers, 0),
       streaming_(std::size_t(config.n_layers) * config.n_kv_heads, 0),
+      window_first_(config.n_layers, -1),
       last_(config.n_layers) {
   budget_ =
       options.budget_blocks > 0
@@ -45,17 +46,29 @@ OnDemandSelector::OnDemandSelector(const model::ModelConfig& config, std::int32_
   previous_.resize(n_blocks_);
 }
 
-void OnDemandSelector::SelectAll(LayerSelection* out) const {
+void OnDemandSelector::SetNeeded(const NeededBlocks& needed) {
+  for (int l = 0; l < n_layers_; ++l) window_first_[l] = needed.IsWindowLayer(l) ? needed.FirstBlock(l) : -1;
+}
+
+void OnDemandSelector::SelectAll(LayerSelection* out) const { SelectFrom(0, out); }
+
+void OnDemandSelector::SelectWindow(int layer, LayerSelection* out) {
+  SelectFrom(window_first_[layer], out);
+  last_[layer] = *out;
+}
+
+void OnDemandSelector::SelectFrom(std::int32_t first, LayerSelection* out) const {
   out->scores.clear();
   out->heads.resize(n_kv_heads_);
   for (auto& h : out->heads) {
-    h.resize(n_blocks_);
-    std::iota(h.begin(), h.end(), 0);
+    h.resize(static_cast<std::size_t>(std::max(0, n_blocks_ - first)));
+    std::iota(h.begin(), h.end(), first);
   }
 }
 
 void OnDemandSelector::Select(int layer, const float* q, const LayerSummaries& summaries,
                               LayerSelection* out) {
+  if (window_first_[layer] >= 0) return SelectWindow(layer, out);
   const std::int32_t sinks = std::min(options_.sink_blocks, n_blocks_);
   const std::int32_t local_begin = std::max(sinks, n_blocks_ - options_.local_blocks);
   const std::int32_t middle = local_begin - sinks;  // blocks chosen by score
@@ -106,6 +119,10 @@ void OnDemandSelector::Select(int layer, const float* q, const LayerSummaries& s
 }
 
 void OnDemandSelector::PredictNext(int layer, LayerSelection* out) const {
+  if (layer + 1 < n_layers_ && window_first_[layer + 1] >= 0) {
+    SelectFrom(window_first_[layer + 1], out);
+    return;
+  }
   if (layer + 1 < n_layers_ && dense_[layer + 1]) {
     SelectAll(out);
     return;

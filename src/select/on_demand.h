@@ -8,6 +8,10 @@
 // pushes them in full). With no profile, no layer is dense and every head gets the same
 // budget (policy_note() says so).
 //
+// Window layers (SetNeeded; needed_blocks.h): such a layer's selection is its needed blocks,
+// unscored (empty `scores`) - required, never ranked or cut by the budget - and nothing before
+// them. The budget and the scoring apply to the other layers only.
+//
 // Next-layer prediction: PredictNext(l) returns layer l's selection for layer l+1 (adjacent
 // layers attend to similar blocks; the eval reports the hit rate). The caller requests the
 // predicted blocks that are absent while layer l computes, and fetches only
@@ -24,6 +28,7 @@
 #include "model/model_config.h"
 #include "select/block_summary.h"
 #include "select/layer_selection.h"
+#include "select/needed_blocks.h"
 #include "select/profile.h"
 
 namespace smartgen::select {
@@ -54,6 +59,13 @@ class OnDemandSelector {
   OnDemandSelector(const model::ModelConfig& config, std::int32_t n_prompt_blocks,
                    const OnDemandOptions& options, const Profile* profile);
 
+  // Makes needed's window layers select their needed blocks (above). Before the first Select;
+  // needed's grid must match the selector's.
+  void SetNeeded(const NeededBlocks& needed);
+  bool IsWindowLayer(int layer) const { return window_first_[layer] >= 0; }
+  // A window layer's selection (it needs no summaries): what Select gives there.
+  void SelectWindow(int layer, LayerSelection* out);
+
   // Top blocks chosen by score per head (the resolved budget).
   std::int32_t budget() const { return budget_; }
   std::int32_t n_prompt_blocks() const { return n_blocks_; }
@@ -76,6 +88,8 @@ class OnDemandSelector {
 
  private:
   void SelectAll(LayerSelection* out) const;
+  // Blocks [first, n_blocks) of every head, unscored.
+  void SelectFrom(std::int32_t first, LayerSelection* out) const;
 
   int n_layers_, n_kv_heads_, n_group_, head_dim_;
   std::int32_t n_blocks_;
@@ -84,6 +98,7 @@ class OnDemandSelector {
   std::int32_t budget_;
   std::vector<std::uint8_t> dense_;      // [n_layers]
   std::vector<std::uint8_t> streaming_;  // [n_layers * n_kv_heads]
+  std::vector<std::int32_t> window_first_;  // [n_layers] a window layer's first block; -1 = none
   std::string note_;
   std::vector<LayerSelection> last_;  // [n_layers]
   std::vector<float> scores_;         // scratch [n_blocks]

@@ -33,14 +33,14 @@ std::int64_t SummaryMessageBytes(int n_heads, int head_dim, std::int32_t n_block
 
 ProactiveBudget PlanProactiveBudget(const kv::KvGeometry& geometry, std::int64_t n_prompt_tokens,
                                     std::int64_t budget_bytes, const Profile* profile,
-                                    const ProactiveOptions& options) {
+                                    const ProactiveOptions& options, const NeededBlocks* needed) {
   ProactiveBudget b;
   const int n_layers = geometry.n_layers, n_heads = geometry.n_kv_heads;
   b.grid = {n_layers, n_heads, static_cast<std::int32_t>(geometry.BlocksFor(n_prompt_tokens))};
+  b.needed = needed != nullptr ? *needed : NeededBlocks::Every(b.grid);
   const std::int32_t nb = b.grid.n_blocks;
   b.block_bytes = geometry.block_bytes();
   b.budget_bytes = budget_bytes;
-  b.summary_bytes = n_layers * SummaryMessageBytes(n_heads, geometry.head_dim, nb);
   b.dense.assign(n_layers, 0);
   b.note = profile != nullptr ? fmt::format("profile {} [{}, {}] tokens", profile->model_name,
                                             profile->min_prompt_tokens, profile->max_prompt_tokens)
@@ -48,16 +48,30 @@ ProactiveBudget PlanProactiveBudget(const kv::KvGeometry& geometry, std::int64_t
 
   const std::int64_t per_layer = b.grid.per_layer();
   const std::int64_t edges = std::int64_t{n_heads} * EdgesOf(nb, options).count(nb);
+  // Window layers: their needed blocks, no summaries; the others: summaries, sinks, last blocks.
   b.layer_blocks.assign(n_layers, edges);
+  std::int64_t first_blocks = 0;
+  int n_window = 0;
+  for (int l = 0; l < n_layers; ++l) {
+    if (b.needed.IsWindowLayer(l)) {
+      b.layer_blocks[l] = b.needed.InLayer(l);
+      ++n_window;
+    } else {
+      b.summary_bytes += SummaryMessageBytes(n_heads, geometry.head_dim, nb);
+    }
+    first_blocks += b.layer_blocks[l];
+  }
+  if (n_window > 0) b.note += fmt::format("; {} sliding-window layers send their window", n_window);
   const std::int64_t bb = static_cast<std::int64_t>(b.block_bytes);
-  std::int64_t left = budget_bytes - b.summary_bytes - n_layers * edges * bb;
+  std::int64_t left = budget_bytes - b.summary_bytes - first_blocks * bb;
   if (left < 0) {
-    b.note += "; budget below summaries + sink/last blocks: pushing those anyway";
+    b.note += n_window > 0 ? "; budget below summaries + windows + sink/last blocks: pushing those anyway"
+                           : "; budget below summaries + sink/last blocks: pushing those anyway";
     left = 0;
   }
   if (profile != nullptr && options.use_dense_layers) {
     for (int l : profile->dense_layers) {
-      if (l >= n_layers) continue;
+      if (l >= n_layers || b.needed.IsWindowLayer(l)) continue;
       const std::int64_t cost = (per_layer - edges) * bb;
       if (cost <= left) {
         b.dense[l] = 1;
@@ -72,7 +86,7 @@ ProactiveBudget PlanProactiveBudget(const kv::KvGeometry& geometry, std::int64_t
   std::int64_t blocks_left = left / bb;
   std::vector<int> open;
   for (int l = 0; l < n_layers; ++l) {
-    if (!b.dense[l] && b.layer_blocks[l] < per_layer) open.push_back(l);
+    if (!b.dense[l] && !b.needed.IsWindowLayer(l) && b.layer_blocks[l] < per_layer) open.push_back(l);
   }
   while (blocks_left > 0 && !open.empty()) {
     const std::int64_t share = std::max<std::int64_t>(1, blocks_left / std::ssize(open));
@@ -124,6 +138,13 @@ LayerPushPlan PlanLayer(const ProactiveBudget& budget, int layer,
   plan.layer = layer;
   const int n_heads = budget.grid.n_kv_heads;
   const std::int32_t nb = budget.grid.n_blocks;
+  if (budget.needed.IsWindowLayer(layer)) {
+    // The window, most recent block first, every head: required, never ranked.
+    for (std::int32_t b = nb - 1; b >= budget.needed.FirstBlock(layer); --b) {
+      for (int h = 0; h < n_heads; ++h) plan.push.push_back({{layer, h, b}, 0, 0.0f});
+    }
+    return plan;
+  }
   const Edges e = EdgesOf(nb, options);
   // Round 0: sinks of every head, then last blocks of every head.
   for (int h = 0; h < n_heads; ++h) {

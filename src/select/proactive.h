@@ -17,6 +17,11 @@
 // and dense layers; r >= 1 = the r-th n_kv_heads blocks of a layer's ranking) and leave by
 // (round, layer), so a link slower than estimated still covers every layer.
 //
+// Window layers (needed_blocks.h; a sliding-window model, window-aware): such a layer sends no
+// summaries and pushes exactly its needed blocks, in round 0, most recent first, with the
+// sinks and last blocks of the other layers (step 2 above); it has no `rest` and takes no
+// share: the ranking, the shares and the speculative order run over the other layers only.
+//
 // Without a profile: sinks + recent + request-specific scores, and ProactiveBudget::note says so.
 // Thread-safety: the functions are pure; ProactiveQueue is not synchronised.
 #pragma once
@@ -31,6 +36,7 @@
 #include "kv/sequence_kv.h"
 #include "model/model_config.h"
 #include "select/layer_selection.h"
+#include "select/needed_blocks.h"
 #include "select/profile.h"
 
 namespace smartgen::select {
@@ -53,6 +59,7 @@ inline std::int64_t ProactiveBudgetForRatio(std::int64_t full_kv_bytes, double t
 
 struct ProactiveBudget {
   kv::BlockGrid grid;                      // the prompt's blocks
+  NeededBlocks needed;                     // what the decode needs of them (window layers)
   std::size_t block_bytes = 0;             // one block, K and V
   std::int64_t budget_bytes = 0;           // what was asked for
   std::int64_t summary_bytes = 0;          // all layers' summary messages
@@ -63,10 +70,12 @@ struct ProactiveBudget {
   std::string note;                        // profile or fallback, and what did not fit
 };
 
-// n_prompt_tokens > 0. `profile` may be null (borrowed for the call only).
+// n_prompt_tokens > 0. `profile` may be null (borrowed for the call only); `needed` null means
+// every block of every layer (no window layer), else its grid must be the prompt's.
 ProactiveBudget PlanProactiveBudget(const kv::KvGeometry& geometry, std::int64_t n_prompt_tokens,
                                     std::int64_t budget_bytes, const Profile* profile,
-                                    const ProactiveOptions& options);
+                                    const ProactiveOptions& options,
+                                    const NeededBlocks* needed = nullptr);
 
 // SnapKV-style request scores of one layer: the attention of the last prompt queries to each
 // prompt block. q_rows: [n_rows][n_heads * head_dim] post-RoPE queries of prompt positions

@@ -10,7 +10,10 @@ void RegisterBenchTtst(CLI::App& bench) {
   auto o = std::make_shared<TtstBenchOptions>();
   CLI::App* cmd = bench.add_subcommand("ttst", "TTFT/TTST per transfer mode through a local deployment");
   cmd->add_option("--model,-m", o->cluster.model_path, "GGUF model file")->required();
-  cmd->add_option("--modes", o->modes, "transfer modes")->delimiter(',')->capture_default_str();
+  cmd->add_option("--modes", o->modes,
+                  "transfer modes; MODE:nowindow is MODE with the sliding-window-aware transfer off, "
+                  "MODE:int8 with int8_wire on (variants combine: smartgen:int8:nowindow)")
+      ->delimiter(',')->capture_default_str();
   cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt lengths")->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--prompt-set", o->prompt_set,

@@ -3,6 +3,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <unistd.h>
@@ -21,12 +22,13 @@ namespace {
 
 using nlohmann::json;
 
+
 Result<TtstMeasured> Request(const LocalCluster& cluster, const std::vector<std::int32_t>& prompt,
-                             int max_tokens, const std::string& mode, const json& options) {
+                             int max_tokens, const std::string& label, const json& options) {
   BenchRequest rq;
   rq.prompt = prompt;
   rq.max_tokens = max_tokens;
-  rq.mode = mode;
+  rq.mode = label;  // MODE[:VARIANT...], resolved by SendBenchRequest
   rq.options = options;
   return SendBenchRequest(cluster, rq);
 }
@@ -136,7 +138,7 @@ Status RunTtstBench(TtstBenchOptions o) {
       }
       for (const std::string& mode : o.modes) {
         for (int rep = 0; rep < o.reps; ++rep) {
-          std::fprintf(stderr, "\r[bench ttst] %zu/%zu  link %.4g Gbit/s  n_prompt %lld  mode %-10s",
+          std::fprintf(stderr, "\r[bench ttst] %zu/%zu  link %.4g Gbit/s  n_prompt %lld  mode %-18s",
                        ++done, total, gbps, static_cast<long long>(n), mode.c_str());
           std::fflush(stderr);
           SG_ASSIGN_OR_RETURN(TtstMeasured m, Request(cluster, groups[n]->prompts[0].prompt,
@@ -173,7 +175,7 @@ Status RunTtstBench(TtstBenchOptions o) {
 
   // Table (one line per record) unless JSON was asked for.
   if (!o.json_out) {
-    std::printf("%-10s %7s %10s %6s %10s %10s %9s %10s %12s  %s\n", "mode", "prompt", "link Gb/s", "R",
+    std::printf("%-18s %7s %10s %6s %10s %10s %9s %10s %12s  %s\n", "mode", "prompt", "link Gb/s", "R",
                 "TTFT ms", "TTST ms", "TBT ms", "e2e ms", "KV bytes", "accuracy");
     std::size_t at = 0;
     while (at < data.size()) {
@@ -185,7 +187,7 @@ Status RunTtstBench(TtstBenchOptions o) {
                                                     r["accuracy_delta"].get<double>());
       if (r.contains("agreement")) acc = fmt::format("agree {:.4f}, exact {:.1f}", r["agreement"].get<double>(),
                                                      r["exact_match_mean"].get<double>());
-      std::printf("%-10s %7lld %10.4g %6.2f %10.1f %10.1f %9.2f %10.1f %12.0f  %s\n",
+      std::printf("%-18s %7lld %10.4g %6.2f %10.1f %10.1f %9.2f %10.1f %12.0f  %s\n",
                   r["mode"].get<std::string>().c_str(), r["n_prompt"].get<long long>(),
                   r["link_gbps"].get<double>(), r["R"].get<double>(), r["ttft_ms"].get<double>(),
                   r["ttst_ms"].get<double>(), r["tbt_ms"].get<double>(), r["e2e_ms"].get<double>(),

@@ -6,9 +6,27 @@ namespace smartgen::tools {
 
 using nlohmann::json;
 
+Result<std::pair<std::string, json>> ModeOfLabel(const std::string& label, const json& options) {
+  json o = options.is_object() ? options : json::object();
+  std::string mode = label;
+  for (std::size_t at = mode.rfind(':'); at != std::string::npos; at = mode.rfind(':')) {
+    const std::string variant = mode.substr(at + 1);
+    if (variant == "nowindow") {
+      o["window_aware"] = false;
+    } else if (variant == "int8") {
+      o["int8_wire"] = true;
+    } else {
+      return InvalidArgument("mode label {}: unknown variant '{}' (nowindow, int8)", label, variant);
+    }
+    mode.resize(at);
+  }
+  return std::pair{mode, o.empty() && options.is_null() ? json() : o};
+}
+
 Result<TtstMeasured> SendBenchRequest(const LocalCluster& cluster, const BenchRequest& rq) {
-  json ext = {{"mode", rq.mode}, {"return_token_ids", true}, {"ignore_eos", true}};
-  if (!rq.options.is_null()) ext["options"] = rq.options;
+  SG_ASSIGN_OR_RETURN(auto mode_options, ModeOfLabel(rq.mode, rq.options));
+  json ext = {{"mode", mode_options.first}, {"return_token_ids", true}, {"ignore_eos", true}};
+  if (!mode_options.second.is_null()) ext["options"] = mode_options.second;
   if (!rq.forced.empty()) ext["forced_tokens"] = rq.forced;
   json body = {{"prompt", rq.prompt}, {"max_tokens", rq.max_tokens}, {"temperature", 0},
                {"smartgen", ext}};

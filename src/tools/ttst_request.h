@@ -15,10 +15,16 @@ namespace smartgen::tools {
 struct BenchRequest {
   std::vector<std::int32_t> prompt;
   int max_tokens = 2;
+  // A mode label: MODE[:VARIANT...], VARIANT nowindow (window_aware off) or int8 (int8_wire
+  // on), so variants alternate with the plain modes in one run (ModeOfLabel).
   std::string mode;
   nlohmann::json options;              // mode options, or null
   std::vector<std::int32_t> forced;    // teacher forcing (node/common/generation_spec.h)
 };
+
+// The mode and options a label stands for.
+Result<std::pair<std::string, nlohmann::json>> ModeOfLabel(const std::string& label,
+                                                          const nlohmann::json& options);
 
 struct TtstMeasured {
   nlohmann::json response_stats;       // the response's `smartgen` object

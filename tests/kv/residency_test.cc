@@ -31,6 +31,35 @@ TEST(Residency, StatesMoveForwardAndCountOnce) {
   EXPECT_TRUE(r.AllPresent());
 }
 
+TEST(Residency, RestrictedToNeededBlocksCountsAndCompletesOnThoseOnly) {
+  // Layer 0 needs every block, layer 1 only blocks 2 and 3 (a sliding window's).
+  Residency r(2, 2, 4);
+  const std::int64_t first[] = {0, 2};
+  r.RestrictToNeeded(first);
+  EXPECT_EQ(r.total_blocks(), 16);
+  EXPECT_EQ(r.needed_total(), 12);
+  EXPECT_EQ(r.needed_in_layer(1), 4);
+  EXPECT_FALSE(r.needed(1, 1));
+  EXPECT_TRUE(r.needed(1, 2));
+  // A block outside the need is kept but never counted.
+  EXPECT_TRUE(r.MarkPresent(1, 0, 0));
+  EXPECT_EQ(r.present_in_layer(1), 0);
+  EXPECT_EQ(r.present_total(), 0);
+  r.MarkAbsent(1, 0, 0);
+  EXPECT_EQ(r.present_total(), 0);
+  for (int h = 0; h < 2; ++h) {
+    for (int b = 2; b < 4; ++b) r.MarkPresent(1, h, b);
+  }
+  EXPECT_TRUE(r.LayerComplete(1)) << "the needed blocks are all there";
+  EXPECT_FALSE(r.AllPresent());
+  for (int h = 0; h < 2; ++h) {
+    for (int b = 0; b < 4; ++b) r.MarkPresent(0, h, b);
+  }
+  EXPECT_TRUE(r.AllPresent());
+  EXPECT_EQ(r.present_total(), 12);
+  EXPECT_EQ(r.state(1, 1, 0), BlockState::kAbsent) << "never awaited, never arrived";
+}
+
 TEST(Residency, WaitersWakeOnArrivalAndTimeOutOtherwise) {
   Residency r(1, 1, 2);
   const Status timeout = r.WaitUntil([&] { return r.present(0, 0, 1); },

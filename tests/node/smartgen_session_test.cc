@@ -76,7 +76,7 @@ TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
   options.first_step = false;  // no prefill node here to run it
   std::map<Key, int> asked;
   SmartgenSession session(
-      cfg, &seq_a, &residency, 200, options, nullptr,
+      cfg, &seq_a, &residency, 200, options, nullptr, select::NeededBlocks{},
       [&](const std::vector<kv::BlockKey>& keys) {
         for (const auto& k : keys) ++asked[{k.layer, k.kv_head, k.block}];
         return Status::Ok();
@@ -178,7 +178,7 @@ TEST(SmartgenSession, TheFirstStepWaitsForThePrefillNodesBlocksAndUsesThem) {
   options.first_wait_ms = 20000;    // the first one does (the blocks land long before)
   std::map<Key, int> asked;
   SmartgenSession session(
-      cfg, &seq_a, &residency, 160, options, nullptr,
+      cfg, &seq_a, &residency, 160, options, nullptr, select::NeededBlocks{},
       [&](const std::vector<kv::BlockKey>& keys) {
         for (const auto& k : keys) ++asked[{k.layer, k.kv_head, k.block}];
         return Status::Ok();

@@ -12,9 +12,11 @@ namespace smartgen::node {
 Result<std::shared_ptr<DecodeKvStore::Entry>> DecodeKvStore::Add(std::uint64_t request_id,
                                                                  std::int64_t n_prompt,
                                                                  std::int64_t capacity_tokens,
-                                                                 bool decodes_early) {
+                                                                 bool decodes_early,
+                                                                 std::span<const std::int64_t> first_needed) {
   auto entry =
       std::make_shared<Entry>(pool_, pool_->geometry(), n_prompt, request_id, decodes_early);
+  if (!first_needed.empty()) entry->residency.RestrictToNeeded(first_needed);
   SG_RETURN_IF_ERROR(entry->kv.Reserve(std::max(n_prompt, capacity_tokens)));
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.count(request_id)) return InvalidArgument("request {} is already known", request_id);

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
+#include <vector>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -67,11 +69,15 @@ class DecodeKvStore final : public transfer::BlockSink {
   void set_refused_counter(core::Counter* counter) { refused_ = counter; }
 
   // Registers a request whose prompt has n_prompt tokens and reserves KV for `capacity_tokens`
-  // (prompt + output). kResourceExhausted when the pool is full; kInvalidArgument if known.
-  // `decodes_early`: the request decodes while its KV still arrives (SmartGen), so copies of
-  // its partial last block are staged (StagedCopies).
+  // (prompt + output). `decodes_early`: the request decodes while its KV still arrives
+  // (SmartGen), so copies of its partial last block are staged (StagedCopies). `first_needed`
+  // (one per layer, or empty: every block) restricts what the residency waits for
+  // (kv::Residency::RestrictToNeeded: a sliding-window layer needs only its window); the KV of
+  // the other blocks stays reserved, unused. kResourceExhausted when the pool is full;
+  // kInvalidArgument if known.
   Result<std::shared_ptr<Entry>> Add(std::uint64_t request_id, std::int64_t n_prompt,
-                                     std::int64_t capacity_tokens, bool decodes_early = false);
+                                     std::int64_t capacity_tokens, bool decodes_early = false,
+                                     std::span<const std::int64_t> first_needed = {});
   std::shared_ptr<Entry> Find(std::uint64_t request_id) const;
   // Forgets the request; later blocks for it are discarded. Waiters are cancelled.
   void Remove(std::uint64_t request_id);

@@ -170,7 +170,8 @@ Status DecodeNode::RecomputeMissing(DecodeRequest& r) {
   const kv::KvGeometry& g = rt_.blocks->geometry();
   for (int l = 0; l < g.n_layers; ++l) {
     for (int h = 0; h < g.n_kv_heads; ++h) {
-      for (std::int64_t b = 0; b < residency.n_blocks(); ++b) {
+      // Only what the decode needs: a window layer's blocks before its window stay unused.
+      for (std::int64_t b = residency.first_needed(l); b < residency.n_blocks(); ++b) {
         if (residency.present(l, h, b)) continue;
         // Only the prompt's rows: the last block may also hold generated tokens' rows.
         const std::int64_t rows = std::min<std::int64_t>(g.block_tokens, r.entry->n_prompt - b * g.block_tokens);

@@ -3,6 +3,7 @@
 #include "core/log.h"
 #include "node/common/node_metrics.h"
 #include "node/common/transfer_metrics.h"
+#include "node/common/window_transfer.h"
 
 namespace smartgen::node {
 
@@ -184,6 +185,8 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call, std::string
     }
   }
   if (call.mode == TransferMode::kAuto) return InvalidArgument("mode 'auto' is resolved by the router");
+  // Checked in every mode, so a bad value is refused the same way whatever the route.
+  SG_RETURN_IF_ERROR(ParseWindowAware(call.spec.options).status());
   std::optional<select::SmartgenOptions> options;
   if (call.mode == TransferMode::kSmartgen) {
     SG_ASSIGN_OR_RETURN(options, select::ParseSmartgenOptions(call.spec.options));
@@ -191,19 +194,24 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call, std::string
   if (!call.request_id.valid()) return InvalidArgument("decode call: no request id");
   auto r = std::make_shared<DecodeRequest>(std::move(call), std::move(caller), DeadlinesOf(config_));
   const std::uint64_t id = r->id();
+  select::NeededBlocks needed;
   const std::int64_t capacity = n_prompt + r->call.spec.max_tokens;
   if (r->call.mode == TransferMode::kColocated) {
     r->local_kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
     SG_RETURN_IF_ERROR(r->local_kv->Reserve(capacity));
   } else {
-    SG_ASSIGN_OR_RETURN(
-        r->entry, store_.Add(id, n_prompt, capacity, r->call.mode == TransferMode::kSmartgen));
+    // What the decode needs of the prompt (sliding-window layers: their window), as the prefill
+    // node works it out: only that is awaited.
+    SG_ASSIGN_OR_RETURN(needed, RequestNeededBlocks(rt_.model->config(), rt_.blocks->geometry().block_tokens,
+                                                    r->call.spec));
+    SG_ASSIGN_OR_RETURN(r->entry, store_.Add(id, n_prompt, capacity,
+                                             r->call.mode == TransferMode::kSmartgen, needed.FirstBlocks()));
   }
   if (options) {
     const std::weak_ptr<DecodeRequest> weak = r;
     auto session = std::make_unique<SmartgenSession>(
         rt_.model->config(), &r->entry->kv, &r->entry->residency, n_prompt, *options,
-        select::PickProfile(rt_.profiles, n_prompt),
+        select::PickProfile(rt_.profiles, n_prompt), needed,
         [this, weak,
          wire = options->int8_wire ? transfer::WireFormat::kInt8 : transfer::WireFormat::kNative](
             const std::vector<kv::BlockKey>& keys) {

@@ -16,7 +16,8 @@ namespace smartgen::node {
 SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceKv* kv,
                                  kv::Residency* residency, std::int64_t n_prompt,
                                  const select::SmartgenOptions& options, const select::Profile* profile,
-                                 FetchFn fetch, RecomputeFn recompute, core::Nanos step_timeout)
+                                 const select::NeededBlocks& needed, FetchFn fetch,
+                                 RecomputeFn recompute, core::Nanos step_timeout)
     : config_(config),
       kv_(kv),
       residency_(residency),
@@ -26,6 +27,7 @@ SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceK
       fetch_(std::move(fetch)),
       recompute_(std::move(recompute)),
       step_timeout_(step_timeout),
+      needed_(needed),
       selector_(config, static_cast<std::int32_t>(residency->n_blocks()), options.on_demand,
                 profile),
       summaries_(config.n_layers),
@@ -42,7 +44,13 @@ SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceK
       o2_(static_cast<std::size_t>(config.n_group()) * config.head_dim),
       lse_(config.n_group()),
       lse2_(config.n_group()),
-      head_lse_(static_cast<std::size_t>(config.n_kv_heads) * config.n_group()) {}
+      head_lse_(static_cast<std::size_t>(config.n_kv_heads) * config.n_group()) {
+  if (needed_.grid.n_layers != config.n_layers) {
+    needed_ = select::NeededBlocks::Every(
+        {config.n_layers, config.n_kv_heads, static_cast<std::int32_t>(residency->n_blocks())});
+  }
+  selector_.SetNeeded(needed_);
+}
 
 Status SmartgenSession::AddSummaries(std::span<const std::byte> wire) {
   SG_ASSIGN_OR_RETURN(select::LayerSummaries s, select::LayerSummaries::Parse(wire));
@@ -98,7 +106,7 @@ bool SmartgenSession::Ready(core::Nanos prefill_done_at) {
   std::lock_guard<std::mutex> lock(mu_);
   bool all_present = true;
   for (int l = 0; l < config_.n_layers; ++l) {
-    if (!summaries_[l] || !manifest_seen_[l]) return false;
+    if ((!summaries_[l] && !needed_.IsWindowLayer(l)) || !manifest_seen_[l]) return false;
     if (options_.first_step && !first_step_seen_[l]) return false;
     for (const auto& k : manifest_[l]) {
       all_present = all_present && residency_->present(k.layer, k.kv_head, k.block);
@@ -124,10 +132,13 @@ void SmartgenSession::CheckExact() {
 Status SmartgenSession::AttendDense(int layer, const float* q, std::int64_t pos, float* out) {
   const int g = config_.n_group(), d = config_.head_dim;
   const kernels::AttentionParams p = config_.LayerAttention(layer, kv_->geometry().dtype);
+  // A window layer's blocks before its window never come (and hold no key it attends).
+  const std::size_t skip = static_cast<std::size_t>(residency_->first_needed(layer));
   for (int h = 0; h < config_.n_kv_heads; ++h) {
     refs_.clear();
     kv_->AllRefs(layer, h, &refs_);
-    kernels::AttendBlocks(p, q + h * g * d, pos, refs_, out + h * g * d, lse_.data());
+    const auto refs = std::span<const kernels::KvBlockRef>(refs_).subspan(std::min(skip, refs_.size()));
+    kernels::AttendBlocks(p, q + h * g * d, pos, refs, out + h * g * d, lse_.data());
   }
   return Status::Ok();
 }
@@ -177,7 +188,9 @@ core::Nanos SmartgenSession::WaitBound(int layer) const {
 
 void SmartgenSession::RequestPredicted(int layer) {
   predicted_layer_ = -1;
-  if (!options_.predict_next || layer + 1 >= config_.n_layers || residency_->LayerComplete(layer + 1)) {
+  // A window layer's blocks are all pushed: nothing to predict there.
+  if (!options_.predict_next || layer + 1 >= config_.n_layers || residency_->LayerComplete(layer + 1) ||
+      needed_.IsWindowLayer(layer + 1)) {
     return;
   }
   if (predicted_ >= kPredictionWarmup &&
@@ -264,14 +277,18 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     SG_RETURN_IF_ERROR(Recover(Unavailable("the KV link is down")));
     return AttendDense(layer, q, pos, out);
   }
-  const select::LayerSummaries* summaries;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    summaries = summaries_[layer].get();
-  }
-  if (summaries == nullptr) return Internal("layer {} has no summaries", layer);
   select::LayerSelection sel;
-  selector_.Select(layer, q, *summaries, &sel);
+  if (needed_.IsWindowLayer(layer)) {
+    selector_.SelectWindow(layer, &sel);
+  } else {
+    const select::LayerSummaries* summaries;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      summaries = summaries_[layer].get();
+    }
+    if (summaries == nullptr) return Internal("layer {} has no summaries", layer);
+    selector_.Select(layer, q, *summaries, &sel);
+  }
   ScorePrediction(layer, sel);
   CountFresh(layer, sel);
   const bool first_step = TakeFirstStep(layer, &sel);
@@ -341,7 +358,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     if (options_.attend_present) {  // every present block, in block order
       selected_mask_.assign(static_cast<std::size_t>(n_blocks), 0);
       for (std::int32_t b : sel.heads[h]) selected_mask_[b] = 1;
-      for (std::int32_t b = 0; b < n_blocks; ++b) {
+      for (std::int32_t b = needed_.FirstBlock(layer); b < n_blocks; ++b) {
         if (residency_->present(layer, h, b)) {
           here.push_back(b);
         } else if (selected_mask_[b]) {
@@ -505,6 +522,7 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
   j["prediction_hit_rate"] =
       predicted_ > 0 ? static_cast<double>(predicted_hits_) / static_cast<double>(predicted_) : 0.0;
   j["blocks_total"] = residency_->total_blocks();
+  j["blocks_needed"] = residency_->needed_total();
   j["blocks_present"] = residency_->present_total();
   j["blocks_approximate"] = residency_->approximate_total();
   if (staged_) j["blocks_staged"] = staged_->staged_total();

@@ -22,6 +22,10 @@
 //   - the wait for the fetch is bounded (SmartgenOptions::wait_bound_ms, by default about the
 //     layer's own local attention time): what has not landed is left out of this step and
 //     used from the step it lands in; fetches are ranked by score and sized by the link rate;
+//   - a window layer (select/needed_blocks.h: a sliding-window layer, window-aware) has no
+//     summaries and selects its needed blocks - all pushed by the prefill node, so never fetched
+//     or predicted - and is dense once they are here; its blocks before the window are never
+//     awaited or attended, and the request is exact when every *needed* block is present;
 //   - if the link dies or a fetch does not land within the step timeout, the missing KV is
 //     recomputed here from the prompt
 //     (Recompute), the request becomes exact, and decoding continues with the right answer.
@@ -47,6 +51,7 @@
 #include "node/decode/staged_copies.h"
 #include "select/smartgen_options.h"
 #include "select/block_summary.h"
+#include "select/needed_blocks.h"
 #include "select/on_demand.h"
 #include "select/profile.h"
 
@@ -61,8 +66,8 @@ class SmartgenSession final : public model::AttentionOverride {
 
   SmartgenSession(const model::ModelConfig& config, kv::SequenceKv* kv, kv::Residency* residency,
                   std::int64_t n_prompt, const select::SmartgenOptions& options,
-                  const select::Profile* profile, FetchFn fetch, RecomputeFn recompute,
-                  core::Nanos step_timeout);
+                  const select::Profile* profile, const select::NeededBlocks& needed,
+                  FetchFn fetch, RecomputeFn recompute, core::Nanos step_timeout);
 
   // Control-message intake (any thread).
   Status AddSummaries(std::span<const std::byte> wire);
@@ -139,6 +144,7 @@ class SmartgenSession final : public model::AttentionOverride {
   core::Nanos step_timeout_;  // longest wait of one layer-step for its fetch
   std::function<void()> on_exact_;
   std::function<double()> link_rate_;
+  select::NeededBlocks needed_;  // window layers and what the decode needs
   select::OnDemandSelector selector_;
 
   mutable std::mutex mu_;  // guards summaries_, manifest_, link_down_

@@ -1,5 +1,6 @@
 #include "node/prefill/prefill_node.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -8,6 +9,7 @@
 #include "model/sampler.h"
 #include "node/common/control_messages.h"
 #include "node/prefill/prefill_job.h"
+#include "node/common/window_transfer.h"
 #include "node/common/node_metrics.h"
 #include "node/common/transfer_metrics.h"
 #include "node/prefill/smartgen_prefill.h"
@@ -255,12 +257,17 @@ Result<transfer::PeerId> PrefillNode::PeerFor(const std::string& address, core::
 }
 
 Status PrefillNode::PushLayers(transfer::PeerId peer, std::uint64_t request_id, int first_layer,
-                               int end_layer, std::int64_t n_blocks, core::Deadline deadline) {
+                               int end_layer, const select::NeededBlocks& needed,
+                               core::Deadline deadline) {
   std::vector<transfer::BlockRange> ranges;
   const int n_heads = rt_.model->config().n_kv_heads;
   for (int l = first_layer; l < end_layer; ++l) {
+    // A window layer's blocks before its window are never needed (select/needed_blocks.h).
+    const std::int32_t first = needed.FirstBlock(l);
+    if (first >= needed.grid.n_blocks) continue;
     for (int h = 0; h < n_heads; ++h) {
-      ranges.emplace_back(request_id, kv::BlockRange{l, h, 0, static_cast<std::int32_t>(n_blocks)});
+      ranges.emplace_back(request_id,
+                          kv::BlockRange{l, h, first, needed.grid.n_blocks - first});
     }
   }
   return Push(peer, std::move(ranges), transfer::Priority::kProactive, deadline);
@@ -277,6 +284,10 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
     return OutOfRange("prompt of {} tokens does not fit the context length {}", call.spec.prompt.size(),
                       rt_.forward->max_context());
   }
+  // What the decode needs of the prompt (sliding-window layers: their window), worked out the
+  // same way on the decode node.
+  SG_ASSIGN_OR_RETURN(const select::NeededBlocks needed,
+                      RequestNeededBlocks(rt_.model->config(), rt_.blocks->geometry().block_tokens, call.spec));
   select::SmartgenOptions sg_options;
   if (call.mode == TransferMode::kSmartgen) {
     SG_ASSIGN_OR_RETURN(sg_options, select::ParseSmartgenOptions(call.spec.options));
@@ -337,7 +348,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
     }
     sg = std::make_unique<SmartgenPrefill>(id, rt_.model->config(), geometry, n_prompt, sg_options,
                                            select::PickProfile(rt_.profiles, n_prompt), budget,
-                                           rt_.pool.get());
+                                           needed, rt_.pool.get());
   }
 
   std::vector<float> logits;
@@ -349,14 +360,24 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   if (sg) {
     chunk.on_layer_q = [&](int layer, const float* q, std::int64_t n) { sg->OnLayerQuery(layer, q, n); };
   }
+  // Full mode sends nothing until the prefill ends; a prefill longer than the decode node's
+  // kv_progress deadline (10 s: 4096 tokens of a 135M model on 2 busy cores) would make it give
+  // up and compute the prompt itself. A repeated PrefillStarted, at most once a second, says
+  // the prefill is still running (the decode node counts any KV message as progress).
+  core::Nanos last_signal = core::NowNanos();
   chunk.on_layer_kv = [&](int layer, std::int64_t, std::int64_t) {
     store_.MarkLayerDone(id, layer);
     if (!push_status.ok()) return;
-    if (call.mode == TransferMode::kLayerwise) {
-      push_status = PushLayers(peer, id, layer, layer + 1, n_blocks, deadline);
+    if (call.mode == TransferMode::kFull) {
+      if (const core::Nanos now = core::NowNanos(); now - last_signal >= core::Seconds(1)) {
+        last_signal = now;
+        push_status = SendControl(peer, ControlMessage::PrefillStarted(call.request_id, call.kv_ticket));
+      }
+    } else if (call.mode == TransferMode::kLayerwise) {
+      push_status = PushLayers(peer, id, layer, layer + 1, needed, deadline);
     } else if (sg) {
       SmartgenPrefill::LayerOutput out = sg->OnLayerDone(layer, entry->kv);
-      push_status = SendControl(peer, out.summaries, ControlType::kSummaries);
+      if (!out.summaries.empty()) push_status = SendControl(peer, out.summaries, ControlType::kSummaries);
       if (push_status.ok()) push_status = SendControl(peer, out.manifest, ControlType::kProactiveManifest);
       if (push_status.ok()) {
         push_status = Push(peer, std::move(out.push), transfer::Priority::kProactive, deadline,
@@ -370,7 +391,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   const double prefill_ms = watch.ElapsedMillis();
   if (!push_status.ok()) return fail(push_status);
   if (call.mode == TransferMode::kFull) {
-    if (Status st = PushLayers(peer, id, 0, rt_.model->config().n_layers, n_blocks, deadline); !st.ok()) {
+    if (Status st = PushLayers(peer, id, 0, rt_.model->config().n_layers, needed, deadline); !st.ok()) {
       return fail(st);
     }
   }
@@ -402,6 +423,8 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   reply.first_token = first;
   reply.prefill_ms = prefill_ms;
   reply.stats = {{"kv_bytes", full_kv_bytes},
+                 {"kv_bytes_needed", needed.Total() * static_cast<std::int64_t>(geometry.block_bytes())},
+                 {"window_layers", std::count(needed.window_layer.begin(), needed.window_layer.end(), 1)},
                  {"mode", TransferModeName(call.mode)},
                  {"link_bytes_per_s", LinkRate(peer)},
                  {"link_measured", endpoint_->LinkBytesPerSecond(peer) > 0}};

@@ -37,6 +37,7 @@
 #include "node/common/control_messages.h"
 #include "node/common/protocol.h"
 #include "node/prefill/speculative_sender.h"
+#include "select/needed_blocks.h"
 #include "transfer/endpoint.h"
 
 namespace smartgen::node {
@@ -75,8 +76,9 @@ class PrefillNode {
   void Worker();
   // The connected peer at `address`, connecting (or reconnecting) if needed.
   Result<transfer::PeerId> PeerFor(const std::string& address, core::Deadline deadline);
+  // Pushes the needed blocks of layers [first_layer, end_layer) (full, layerwise).
   Status PushLayers(transfer::PeerId peer, std::uint64_t request_id, int first_layer,
-                    int end_layer, std::int64_t n_blocks, core::Deadline deadline);
+                    int end_layer, const select::NeededBlocks& needed, core::Deadline deadline);
   // Bytes one block takes on the wire in `wire`.
   double WireBlockBytes(transfer::WireFormat wire) const;
   Status Push(transfer::PeerId peer, std::vector<transfer::BlockRange> ranges,

@@ -12,7 +12,8 @@ namespace smartgen::node {
 SmartgenPrefill::SmartgenPrefill(std::uint64_t request_id, const model::ModelConfig& config,
                                  const kv::KvGeometry& geometry, std::int64_t n_prompt,
                                  const select::SmartgenOptions& options, const select::Profile* profile,
-                                 std::int64_t budget_bytes, core::ThreadPool* pool)
+                                 std::int64_t budget_bytes, const select::NeededBlocks& needed,
+                                 core::ThreadPool* pool)
     : request_id_(request_id),
       config_(config),
       n_prompt_(n_prompt),
@@ -20,7 +21,7 @@ SmartgenPrefill::SmartgenPrefill(std::uint64_t request_id, const model::ModelCon
       profile_(profile),
       pool_(pool),
       budget_(select::PlanProactiveBudget(geometry, n_prompt, budget_bytes, profile,
-                                          options.proactive)),
+                                          options.proactive, &needed)),
       plans_(config.n_layers),
       pushed_(budget_.grid) {}
 
@@ -32,13 +33,17 @@ void SmartgenPrefill::OnLayerQuery(int, const float* q, std::int64_t n_tokens) {
 
 SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::SequenceKv& kv) {
   LayerOutput out;
-  const select::LayerSummaries summaries = select::LayerSummaries::Build(kv, layer, n_prompt_);
-  const std::vector<std::byte> wire = summaries.Serialize();
-  out.summaries = EncodeControl(ControlMessage::Summaries(request_id_, wire));
-  summary_bytes_ += static_cast<std::int64_t>(out.summaries.size());
+  // A window layer's blocks are all pushed: nothing to select, so no summaries and no scores.
+  const bool window = budget_.needed.IsWindowLayer(layer);
+  if (!window) {
+    const select::LayerSummaries summaries = select::LayerSummaries::Build(kv, layer, n_prompt_);
+    const std::vector<std::byte> wire = summaries.Serialize();
+    out.summaries = EncodeControl(ControlMessage::Summaries(request_id_, wire));
+    summary_bytes_ += static_cast<std::int64_t>(out.summaries.size());
+  }
 
   std::vector<float> scores;
-  if (last_q_rows_ > 0) {
+  if (last_q_rows_ > 0 && !window) {
     select::RequestScores(config_, kv, layer, n_prompt_, last_q_.data(), last_q_rows_, &scores, pool_);
   }
   plans_[layer] = select::PlanLayer(budget_, layer, scores, profile_, options_.proactive);
@@ -57,6 +62,7 @@ SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::S
 void SmartgenPrefill::ScoreFirstStep(int layer, const float* q, const kv::SequenceKv& kv) {
   // One query row: the softmax runs over the whole prompt (a row at n_prompt - 1 sees it all;
   // RoPE is already in q and k, so the row's nominal position changes nothing else).
+  if (budget_.needed.IsWindowLayer(layer)) return;  // its window is pushed whole
   std::vector<float> scores;
   select::RequestScores(config_, kv, layer, n_prompt_, q, 1, &scores, pool_);
   const auto n_blocks = static_cast<std::int32_t>(budget_.grid.n_blocks);
@@ -112,6 +118,7 @@ nlohmann::json SmartgenPrefill::Stats() const {
           {"summary_bytes", summary_bytes_},
           {"first_step_blocks", first_step_blocks_},
           {"total_blocks", budget_.grid.total()},
+          {"needed_blocks", budget_.needed.Total()},
           {"policy", budget_.note}};
 }
 

@@ -19,6 +19,7 @@
 #include "model/model_config.h"
 #include "select/smartgen_options.h"
 #include "select/block_summary.h"
+#include "select/needed_blocks.h"
 #include "select/proactive.h"
 #include "select/profile.h"
 #include "select/speculative.h"
@@ -28,17 +29,20 @@ namespace smartgen::node {
 
 class SmartgenPrefill {
  public:
-  // `profile` may be null (fallback policy); borrowed for the object's life.
+  // `profile` may be null (fallback policy); borrowed for the object's life. `needed`: what
+  // the decode needs of the prompt; its window layers push their window first, send no
+  // summaries and take no part in the ranking, the first step or the speculative stream.
   SmartgenPrefill(std::uint64_t request_id, const model::ModelConfig& config,
                   const kv::KvGeometry& geometry, std::int64_t n_prompt,
                   const select::SmartgenOptions& options, const select::Profile* profile,
-                  std::int64_t budget_bytes, core::ThreadPool* pool);
+                  std::int64_t budget_bytes, const select::NeededBlocks& needed,
+                  core::ThreadPool* pool);
 
   // The layer's post-RoPE queries of the whole prompt: keeps the last query_window rows.
   void OnLayerQuery(int layer, const float* q, std::int64_t n_tokens);
 
   struct LayerOutput {
-    std::vector<std::byte> summaries;  // kSummaries message
+    std::vector<std::byte> summaries;  // kSummaries message; empty for a window layer
     std::vector<std::byte> manifest;   // kProactiveManifest message
     std::vector<transfer::BlockRange> push;  // the layer's proactive blocks, in push order
   };
@@ -48,7 +52,7 @@ class SmartgenPrefill {
   // The first decode step, run here once prefill is done (SmartgenOptions::first_step): `q` is
   // token 1's post-RoPE query in `layer`. Scores the layer's prompt blocks per KV head by the
   // exact attention mass of that query and keeps each head's top on-demand budget of the
-  // blocks not pushed yet as candidates.
+  // blocks not pushed yet as candidates. A window layer has none (its window is pushed).
   void ScoreFirstStep(int layer, const float* q, const kv::SequenceKv& kv);
   // The candidates of every layer, each head's best first (rank-major), at most `max_blocks`
   // (what the link carries within the first step's wait); they count as pushed from here on.

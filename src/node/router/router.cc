@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "node/common/window_transfer.h"
 #include "node/router/ordered_delivery.h"
 #include "select/auto_mode.h"
 
@@ -67,13 +68,18 @@ RequestId Router::NewRequestId() {
   return RequestId::Random();
 }
 
-TransferMode Router::ResolveAuto(const Node& prefill, std::int64_t n_prompt, json* why) const {
+TransferMode Router::ResolveAuto(const Node& prefill, const GenerationSpec& spec, json* why) const {
   const model::ModelConfig& c = model_->config();
   const NodeInfo& info = prefill.info;
-  const std::int64_t bt = std::max(1, info.block_tokens);
-  const std::int64_t blocks = (n_prompt + bt - 1) / bt;
-  const double kv_bytes = static_cast<double>(blocks * bt) * 2.0 * c.n_layers * c.n_kv_heads *
-                          c.head_dim * (info.kv_dtype == "f32" ? 4 : 2);
+  const int bt = std::max(1, info.block_tokens);
+  const auto n_prompt = static_cast<std::int64_t>(spec.prompt.size());
+  // What layer-wise would move: the needed blocks (a sliding-window layer's window). A bad
+  // window_aware value is refused by the nodes; here it counts as the default.
+  const Result<bool> aware = ParseWindowAware(spec.options);
+  const select::NeededBlocks needed =
+      select::PromptNeededBlocks(c, bt, n_prompt, !aware.ok() || *aware);
+  const double kv_bytes = static_cast<double>(needed.Total()) * bt * 2.0 * c.head_dim *
+                          (info.kv_dtype == "f32" ? 4 : 2);
   const double ms_per_token = prefill.prefill_ms_per_token.load();
   const double prefill_ms = (ms_per_token > 0 ? ms_per_token : 2.0) * static_cast<double>(n_prompt);
   // The link rate the prefill node measured (reported with each prefill), else its configured one.
@@ -84,7 +90,7 @@ TransferMode Router::ResolveAuto(const Node& prefill, std::int64_t n_prompt, jso
   const select::AutoDecision d = select::ChooseAutoMode(kv_bytes, rate, prefill_ms);
   const TransferMode choice =
       d.choice == select::AutoChoice::kLayerwise ? TransferMode::kLayerwise : TransferMode::kSmartgen;
-  *why = {{"choice", TransferModeName(choice)}, {"kv_link_ms", d.kv_link_ms},
+  *why = {{"choice", TransferModeName(choice)}, {"kv_bytes", kv_bytes}, {"kv_link_ms", d.kv_link_ms},
           {"estimated_prefill_ms", prefill_ms}, {"link_gbps", rate * 8 / 1e9},
           {"link_measured", measured > 0}};
   return choice;
@@ -330,7 +336,7 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq, const TokenSink& on
   }
   json auto_reason = nullptr;
   if (mode == TransferMode::kAuto) {
-    mode = ResolveAuto(*p, static_cast<std::int64_t>(rq.spec.prompt.size()), &auto_reason);
+    mode = ResolveAuto(*p, rq.spec, &auto_reason);
   }
   const core::Nanos start = core::NowNanos();
   OrderedDelivery delivery(on_token, start, rq.spec.max_tokens);

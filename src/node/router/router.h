@@ -114,7 +114,9 @@ class Router {
   explicit Router(RouterConfig config) : config_(std::move(config)) {}
   // auto mode: layerwise when the link hides the whole transfer behind the prefill, else
   // smartgen. Uses the prefill node's link rate and its measured prefill speed.
-  TransferMode ResolveAuto(const Node& prefill, std::int64_t n_prompt, nlohmann::json* why) const;
+  // Layer-wise when the link moves the request's needed KV (window_transfer.h) within the
+  // estimated prefill time, else smartgen; `why` gets the figures.
+  TransferMode ResolveAuto(const Node& prefill, const GenerationSpec& spec, nlohmann::json* why) const;
   Attempt RunAttempt(const RouteRequest& rq, const RequestId& id, Node* d, Node* p, TransferMode mode,
                      OrderedDelivery& delivery);
   static RequestId NewRequestId();
