@@ -75,9 +75,16 @@ void BM_DecodeWeights(benchmark::State& state, GgmlType type, Isa isa, int threa
 
 // GEMV over 96 distinct 1536 x 1536 matrices (columns a multiple of 256, so every type fits):
 // the weight-streaming rate of each type's decode kernel, to set against BM_ReadBandwidth.
-void BM_GemvStream(benchmark::State& state, GgmlType type, Isa isa, int threads) {
+void BM_GemvStream(benchmark::State& state, GgmlType type, Isa isa, int threads, bool fast_dot) {
   const auto* table = kernels::internal::GetKernelTable(isa);
   if (table == nullptr) return state.SkipWithError("ISA not available");
+  kernels::SetFastDot(fast_dot);
+  kernels::internal::PrepareActFn prepare = nullptr;
+  if (fast_dot && kernels::internal::FastDotKernel(*table, type) == nullptr &&
+      kernels::internal::FastDotActKernel(*table, type, &prepare) == nullptr) {
+    kernels::SetFastDot(false);
+    return state.SkipWithError("no fast-dot kernel for this type on this CPU");
+  }
   constexpr std::int64_t kDim = 1536;
   constexpr int kMats = 96;
   std::vector<std::vector<std::byte>> mats;
@@ -92,6 +99,7 @@ void BM_GemvStream(benchmark::State& state, GgmlType type, Isa isa, int threads)
     }
     benchmark::DoNotOptimize(y.data());
   }
+  kernels::SetFastDot(false);
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations() / 1e9,
                                               benchmark::Counter::kIsRate);
   state.counters["Gweights/s"] = benchmark::Counter(
@@ -245,13 +253,16 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
                                    BM_GemvHot, type, isa)
           ->Unit(benchmark::kMicrosecond);
       for (int threads : {1, 2}) {
-        benchmark::RegisterBenchmark(("BM_GemvStream/" + std::string(TypeName(type)) + "/" +
-                                      kernels::internal::IsaName(isa) +
-                                      "/threads:" + std::to_string(threads))
-                                         .c_str(),
-                                     BM_GemvStream, type, isa, threads)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+        for (const bool fast : {false, true}) {
+          if (fast && isa != Isa::kAvx512) continue;
+          benchmark::RegisterBenchmark(("BM_GemvStream/" + std::string(TypeName(type)) + "/" +
+                                        kernels::internal::IsaName(isa) +
+                                        "/threads:" + std::to_string(threads) + (fast ? "/fast-dot" : ""))
+                                           .c_str(),
+                                       BM_GemvStream, type, isa, threads, fast)
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
+        }
       }
     }
   }

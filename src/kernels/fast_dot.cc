@@ -53,18 +53,22 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
   const int kind = type == gguf::GgmlType::kQ8_0   ? 0
                    : type == gguf::GgmlType::kQ4_0 ? 1
                    : type == gguf::GgmlType::kQ5_0 ? 2
+                   : type == gguf::GgmlType::kQ4_K ? 3
+                   : type == gguf::GgmlType::kQ6_K ? 4
                                                    : -1;
   if (kind < 0) return nullptr;
 #if defined(SMARTGEN_KERNELS_X86)
   if (table.isa == Isa::kAvx512 && core::GetCpuFeatures().avx512vnni) {
     *prepare = avx512vnni::PrepareActQ8;
-    const MatVecActFn fns[] = {avx512vnni::MatVecQ8_0, avx512vnni::MatVecQ4_0, avx512vnni::MatVecQ5_0};
+    const MatVecActFn fns[] = {avx512vnni::MatVecQ8_0, avx512vnni::MatVecQ4_0, avx512vnni::MatVecQ5_0,
+                               avx512vnni::MatVecQ4_K, avx512vnni::MatVecQ6_K};
     return fns[kind];
   }
 #endif
   if (table.isa == Isa::kScalar) {
     *prepare = scalar::PrepareActQ8;
-    const MatVecActFn fns[] = {scalar::MatVecQ8_0Act, scalar::MatVecQ4_0Act, scalar::MatVecQ5_0Act};
+    const MatVecActFn fns[] = {scalar::MatVecQ8_0Act, scalar::MatVecQ4_0Act, scalar::MatVecQ5_0Act,
+                               scalar::MatVecQ4_KAct, scalar::MatVecQ6_KAct};
     return fns[kind];
   }
   return nullptr;
@@ -104,24 +108,22 @@ void MatVecQ8_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, cons
   }
 }
 
-// Q4_0: d_w * d_x * sum((nib - 8) * q) = d_w * d_x * sum(nib * q) - d_w * sum8.
+// Q4_0: d_w * d_x * sum((nib - 8) * q), the offset inside the integer dot.
 void MatVecQ4_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x,
                    float* y, std::int64_t r0, std::int64_t r1) {
   const std::int64_t nb = cols / kQK4_0;
   for (std::int64_t r = r0; r < r1; ++r) {
     const auto* blocks = reinterpret_cast<const BlockQ4_0*>(static_cast<const std::byte*>(w) + r * row_bytes);
-    float sum = 0.0f, offset = 0.0f;
+    float sum = 0.0f;
     for (std::int64_t b = 0; b < nb; ++b) {
       std::int32_t isum = 0;
       const std::int8_t* q = x.q + b * kQK4_0;
       for (int j = 0; j < kQK4_0 / 2; ++j) {
-        isum += (blocks[b].qs[j] & 15) * q[j] + (blocks[b].qs[j] >> 4) * q[j + kQK4_0 / 2];
+        isum += ((blocks[b].qs[j] & 15) - 8) * q[j] + ((blocks[b].qs[j] >> 4) - 8) * q[j + kQK4_0 / 2];
       }
-      const float dw = F16ToF32(blocks[b].d);
-      sum += (dw * x.d[b]) * static_cast<float>(isum);
-      offset += dw * x.sum8[b];
+      sum += (F16ToF32(blocks[b].d) * x.d[b]) * static_cast<float>(isum);
     }
-    y[r] = sum - offset;
+    y[r] = sum;
   }
 }
 
@@ -131,7 +133,7 @@ void MatVecQ5_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, cons
   const std::int64_t nb = cols / 32;
   for (std::int64_t r = r0; r < r1; ++r) {
     const auto* blocks = reinterpret_cast<const BlockQ5_0*>(static_cast<const std::byte*>(w) + r * row_bytes);
-    float sum = 0.0f, offset = 0.0f;
+    float sum = 0.0f;
     for (std::int64_t b = 0; b < nb; ++b) {
       std::uint32_t qh;
       std::memcpy(&qh, blocks[b].qh, 4);
@@ -140,13 +142,11 @@ void MatVecQ5_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, cons
       for (int j = 0; j < 16; ++j) {
         const int lo = (blocks[b].qs[j] & 15) | static_cast<int>(((qh >> j) & 1) << 4);
         const int hi = (blocks[b].qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
-        isum += lo * q[j] + hi * q[j + 16];
+        isum += (lo - 16) * q[j] + (hi - 16) * q[j + 16];
       }
-      const float dw = F16ToF32(blocks[b].d);
-      sum += (dw * x.d[b]) * static_cast<float>(isum);
-      offset += (2.0f * dw) * x.sum8[b];
+      sum += (F16ToF32(blocks[b].d) * x.d[b]) * static_cast<float>(isum);
     }
-    y[r] = sum - offset;
+    y[r] = sum;
   }
 }
 

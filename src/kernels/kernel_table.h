@@ -136,8 +136,7 @@ struct ActQ8 {
   const std::uint8_t* qabs = nullptr;  // [n] |q| (Q8_0 weights take the signs)
   const std::uint32_t* qneg = nullptr;  // [n / 32] sign bits of q, one word per block
   const float* d = nullptr;            // [n / 32] block scales
-  const float* sum8 = nullptr;         // [n / 32] 8 * d * sum(q): Q4_0's offset of 8 per weight
-                                       // (Q5_0's of 16: twice it)
+  const float* sum8 = nullptr;         // [n / 32] 8 * d * sum(q) (Q4_K's mins use sum8 / 8)
 };
 // Fills the arrays of an ActQ8 from x[n]; bit for bit the same in every implementation.
 using PrepareActSig = void(const float* x, std::int64_t n, std::int8_t* q, std::uint8_t* qabs,
@@ -148,16 +147,17 @@ using MatVecActSig = void(const void* w, std::size_t row_bytes, std::int64_t col
                           float* y, std::int64_t r0, std::int64_t r1);
 using MatVecActFn = MatVecActSig*;
 
-// kernels::SetFastDot: Q8_0, Q4_0 and Q5_0 weights x Q8_0-quantized activations, and BF16 weights x
-// bf16-rounded activations - the scalar twins and the AVX-512 VNNI / AVX512-BF16 kernels
-// (matmul_avx512vnni.cc, matmul_avx512bf16.cc, run only when the CPU has those extensions).
+// kernels::SetFastDot: Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights x Q8_0-quantized activations, and
+// BF16 weights x bf16-rounded activations - the scalar twins (fast_dot.cc, fast_dot_k.cc) and the
+// AVX-512 VNNI / AVX512-BF16 kernels (matmul_avx512vnni.cc, matmul_avx512vnni_k.cc,
+// matmul_avx512bf16.cc, run only when the CPU has those extensions).
 namespace scalar {
 MatVecSig MatVecBF16Bf16;
-MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act;
+MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act, MatVecQ4_KAct, MatVecQ6_KAct;
 PrepareActSig PrepareActQ8;
 }  // namespace scalar
 namespace avx512vnni {
-MatVecActSig MatVecQ8_0, MatVecQ4_0, MatVecQ5_0;
+MatVecActSig MatVecQ8_0, MatVecQ4_0, MatVecQ5_0, MatVecQ4_K, MatVecQ6_K;
 PrepareActSig PrepareActQ8;
 }  // namespace avx512vnni
 namespace avx512bf16 {

@@ -1,0 +1,130 @@
+// Decode of K-quant weights (Q4_K, Q6_K) with int8 dots on Q8_0-quantized activations
+// (kernels::SetFastDot): the scalar twins stay within the activation rounding of the exact
+// product, the AVX-512 VNNI kernels equal their twins, and decode batches equal single tokens.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "kernel_test_util.h"
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
+
+namespace smartgen::kernels {
+namespace {
+
+using gguf::GgmlType;
+
+struct FastDotOn {
+  FastDotOn() { SetFastDot(true); }
+  ~FastDotOn() { SetFastDot(false); }
+};
+
+struct KMatrix {
+  std::vector<std::byte> bytes;
+  std::vector<float> dequantized;  // rows x cols
+};
+
+// Rows of random values, some scaled up so that super-blocks get scales (and Q4_K mins) across
+// their whole 6-bit / int8 range.
+KMatrix RandomK(std::mt19937& rng, GgmlType type, std::int64_t rows, std::int64_t cols) {
+  const std::size_t rb = gguf::RowBytes(type, cols);
+  KMatrix m{std::vector<std::byte>(rb * rows), std::vector<float>(static_cast<std::size_t>(rows * cols))};
+  std::uniform_real_distribution<float> gain(0.05f, 3.0f);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::vector<float> row = testing::RandomVector(rng, static_cast<std::size_t>(cols));
+    for (std::int64_t k = 0; k < cols; k += 32) {
+      const float g = gain(rng), shift = (k / 32) % 3 == 0 ? 0.5f : 0.0f;  // some sub-blocks offset
+      for (std::int64_t j = k; j < k + 32; ++j) row[j] = row[j] * g + shift;
+    }
+    EXPECT_TRUE(QuantizeRow(type, row.data(), m.bytes.data() + r * rb, cols));
+    EXPECT_TRUE(DequantizeRow(type, m.bytes.data() + r * rb, m.dequantized.data() + r * cols, cols));
+  }
+  return m;
+}
+
+const std::int64_t kShapes[][2] = {{1, 256}, {7, 512}, {33, 768}, {64, 1536}, {5, 4864}};
+
+class FastDotK : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(FastDotK, ScalarTwinIsWithinTheActivationRounding) {
+  const GgmlType type = GetParam();
+  std::mt19937 rng(21);
+  const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
+  for (const auto& [rows, cols] : kShapes) {
+    const KMatrix w = RandomK(rng, type, rows, cols);
+    const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(cols));
+    std::vector<float> got(rows), exact(rows);
+    ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.bytes.data(), rows, cols, x.data(), exact.data(), nullptr));
+    {
+      FastDotOn on;
+      ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.bytes.data(), rows, cols, x.data(), got.data(), nullptr));
+    }
+    bool any_differs = false;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      // Each activation moves by at most half its block's step max|x| / 127.
+      double bound = 1e-4;
+      for (std::int64_t b = 0; b < cols / 32; ++b) {
+        float amax = 0;
+        for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+        for (int j = 0; j < 32; ++j) bound += std::fabs(w.dequantized[r * cols + b * 32 + j]) * (amax / 127.0) * 0.5;
+      }
+      EXPECT_LE(std::fabs(got[r] - exact[r]), bound) << rows << "x" << cols << " row " << r;
+      any_differs = any_differs || got[r] != exact[r];
+    }
+    EXPECT_TRUE(any_differs) << "the int8 path was not taken";
+  }
+}
+
+TEST_P(FastDotK, VnniKernelEqualsTheScalarTwin) {
+  const core::CpuFeatures& f = core::GetCpuFeatures();
+  if (!f.HasAvx512() || !f.avx512vnni) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  const GgmlType type = GetParam();
+  std::mt19937 rng(22);
+  core::ThreadPool pool(2);
+  const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
+  const auto* avx512 = internal::GetKernelTable(internal::Isa::kAvx512);
+  FastDotOn on;
+  EXPECT_TRUE(FastDotActive(type) || internal::ActiveKernels().isa != internal::Isa::kAvx512);
+  for (const auto& [rows, cols] : kShapes) {
+    const KMatrix w = RandomK(rng, type, rows, cols);
+    const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(cols));
+    std::vector<float> want(rows), got(rows, -1e30f);
+    ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.bytes.data(), rows, cols, x.data(), want.data(), nullptr));
+    ASSERT_TRUE(internal::MatVecWith(*avx512, type, w.bytes.data(), rows, cols, x.data(), got.data(), &pool));
+    // The same integer dots and scale products; only the order of the f32 sums differs.
+    EXPECT_LT(testing::MaxRelError(got.data(), want.data(), rows), 5e-5) << rows << "x" << cols;
+  }
+}
+
+// A decode batch (n tokens in one MatMul) goes through the same kernels token by token.
+TEST_P(FastDotK, BatchedTokensEqualSingleTokens) {
+  const GgmlType type = GetParam();
+  std::mt19937 rng(23);
+  core::ThreadPool pool(2);
+  FastDotOn on;
+  constexpr std::int64_t kRows = 70, kCols = 1536;
+  const KMatrix w = RandomK(rng, type, kRows, kCols);
+  const WeightView v{type, w.bytes.data(), kRows, kCols};
+  for (const std::int64_t n : {2, 7, 64}) {
+    const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(n * kCols));
+    std::vector<float> batched(static_cast<std::size_t>(n * kRows)), one(kRows);
+    MatMul(v, x.data(), n, batched.data(), &pool);
+    for (std::int64_t t = 0; t < n; ++t) {
+      MatVec(v, x.data() + t * kCols, one.data(), nullptr);
+      EXPECT_LT(testing::MaxRelError(batched.data() + t * kRows, one.data(), kRows), 1e-6) << n << " " << t;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, FastDotK, ::testing::Values(GgmlType::kQ4_K, GgmlType::kQ6_K),
+                         [](const auto& info) {
+                           return info.param == GgmlType::kQ4_K ? std::string("q4_k") : std::string("q6_k");
+                         });
+
+}  // namespace
+}  // namespace smartgen::kernels
