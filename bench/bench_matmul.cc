@@ -110,9 +110,16 @@ void BM_GemvStream(benchmark::State& state, GgmlType type, Isa isa, int threads,
 
 // GEMV over one 128 x 1536 matrix that stays in cache: each type's compute rate (Gweights/s),
 // the ceiling its decode kernel would hit with infinite memory bandwidth.
-void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa) {
+void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa, bool fast_dot) {
   const auto* table = kernels::internal::GetKernelTable(isa);
   if (table == nullptr) return state.SkipWithError("ISA not available");
+  kernels::SetFastDot(fast_dot);
+  kernels::internal::PrepareActFn prepare = nullptr;
+  if (fast_dot && kernels::internal::FastDotKernel(*table, type) == nullptr &&
+      kernels::internal::FastDotActKernel(*table, type, &prepare) == nullptr) {
+    kernels::SetFastDot(false);
+    return state.SkipWithError("no fast-dot kernel for this type on this CPU");
+  }
   constexpr std::int64_t kRows = 128, kCols = 1536;
   const std::vector<std::byte> w = RandomWeights(type, kRows, kCols, 5);
   std::vector<float> x = RandomFloats(kCols, 1), y(kRows);
@@ -120,6 +127,7 @@ void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa) {
     kernels::internal::MatVecWith(*table, type, w.data(), kRows, kCols, x.data(), y.data(), nullptr);
     benchmark::DoNotOptimize(y.data());
   }
+  kernels::SetFastDot(false);
   state.counters["Gweights/s"] = benchmark::Counter(
       static_cast<double>(kRows * kCols) * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
@@ -247,11 +255,14 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
   }
   for (GgmlType type : kAllTypes) {
     for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
-      benchmark::RegisterBenchmark(("BM_GemvHot/" + std::string(TypeName(type)) + "/" +
-                                    kernels::internal::IsaName(isa))
-                                       .c_str(),
-                                   BM_GemvHot, type, isa)
-          ->Unit(benchmark::kMicrosecond);
+      for (const bool fast : {false, true}) {
+        if (fast && isa != Isa::kAvx512) continue;
+        benchmark::RegisterBenchmark(("BM_GemvHot/" + std::string(TypeName(type)) + "/" +
+                                      kernels::internal::IsaName(isa) + (fast ? "/fast-dot" : ""))
+                                         .c_str(),
+                                     BM_GemvHot, type, isa, fast)
+            ->Unit(benchmark::kMicrosecond);
+      }
       for (int threads : {1, 2}) {
         for (const bool fast : {false, true}) {
           if (fast && isa != Isa::kAvx512) continue;
