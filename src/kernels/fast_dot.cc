@@ -2,6 +2,7 @@
 // activation quantizer and preparation, the scalar twins, and the choice of kernel.
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "core/cpu_features.h"
@@ -72,6 +73,61 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
     return fns[kind];
   }
   return nullptr;
+}
+
+MatMulActFn FastDotBatchKernel(const KernelTable& table, gguf::GgmlType type) {
+  if (!g_fast_dot.load(std::memory_order_relaxed)) return nullptr;
+#if defined(SMARTGEN_KERNELS_X86)
+  if (table.isa == Isa::kAvx512 && core::GetCpuFeatures().avx512vnni) {
+    switch (type) {
+      case gguf::GgmlType::kQ8_0: return avx512vnni::MatMulQ8_0;
+      case gguf::GgmlType::kQ4_0: return avx512vnni::MatMulQ4_0;
+      case gguf::GgmlType::kQ5_0: return avx512vnni::MatMulQ5_0;
+      case gguf::GgmlType::kQ4_K: return avx512vnni::MatMulQ4_K;
+      case gguf::GgmlType::kQ6_K: return avx512vnni::MatMulQ6_K;
+      default: break;
+    }
+  }
+#endif
+  (void)table;
+  (void)type;
+  return nullptr;  // the scalar table runs batches token by token through the twins
+}
+
+std::size_t PanelFloats(std::int64_t cols) {
+  const auto nb = static_cast<std::size_t>(cols / kQK8_0);
+  return nb * (128 + 16 + 32 + 16 + 16) + 5 * 16;  // q, nsum, nsum16, d, xsum, alignment
+}
+
+ActPanel BuildActPanel(const ActQ8* acts, int n, std::int64_t cols, float* storage) {
+  const std::int64_t nb = cols / kQK8_0;
+  const auto align = [](float* p) {
+    return reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(p) + 63) & ~std::uintptr_t{63});
+  };
+  auto* q = reinterpret_cast<std::int8_t*>(align(storage));
+  auto* nsum = reinterpret_cast<std::int32_t*>(align(reinterpret_cast<float*>(q) + nb * 128));
+  std::int32_t* nsum16 = reinterpret_cast<std::int32_t*>(align(reinterpret_cast<float*>(nsum + nb * 16)));
+  float* d = align(reinterpret_cast<float*>(nsum16 + nb * 32));
+  float* xsum = align(d + nb * 16);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    for (int t = 0; t < kPanelTokens; ++t) {
+      std::int32_t half[2] = {0, 0};
+      const std::int8_t* src = t < n ? acts[t].q + b * kQK8_0 : nullptr;
+      for (int k = 0; k < 8; ++k) {
+        std::int8_t* dst = q + (b * 8 + k) * 64 + 4 * t;
+        for (int i = 0; i < 4; ++i) {
+          dst[i] = src != nullptr ? src[4 * k + i] : 0;
+          half[k / 4] += dst[i];
+        }
+      }
+      nsum[b * 16 + t] = -(half[0] + half[1]);
+      nsum16[(2 * b) * 16 + t] = -half[0];
+      nsum16[(2 * b + 1) * 16 + t] = -half[1];
+      d[b * 16 + t] = t < n ? acts[t].d[b] : 0.0f;
+      xsum[b * 16 + t] = t < n ? acts[t].sum8[b] * 0.125f : 0.0f;
+    }
+  }
+  return ActPanel{q, nsum, nsum16, d, xsum, n};
 }
 
 namespace scalar {
