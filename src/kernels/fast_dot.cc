@@ -65,6 +65,13 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
                                avx512vnni::MatVecQ4_K, avx512vnni::MatVecQ6_K};
     return fns[kind];
   }
+  // AVX2, and AVX-512 without VNNI: the AVX2 integer dots.
+  if (table.isa == Isa::kAvx2 || table.isa == Isa::kAvx512) {
+    *prepare = scalar::PrepareActQ8;  // plain C++: bit for bit what every table prepares
+    const MatVecActFn fns[] = {avx2::MatVecQ8_0Act, avx2::MatVecQ4_0Act, avx2::MatVecQ5_0Act,
+                               avx2::MatVecQ4_KAct, avx2::MatVecQ6_KAct};
+    return fns[kind];
+  }
 #endif
   if (table.isa == Isa::kScalar) {
     *prepare = scalar::PrepareActQ8;

@@ -185,6 +185,9 @@ PrepareActSig PrepareActQ8;
 // order of the f32 sums.
 MatMulActSig MatMulQ8_0, MatMulQ4_0, MatMulQ5_0, MatMulQ4_K, MatMulQ6_K;
 }  // namespace avx512vnni
+namespace avx2 {  // matmul_avx2_intdot.cc: the same integer dots with AVX2 (vpmaddubsw)
+MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act, MatVecQ4_KAct, MatVecQ6_KAct;
+}  // namespace avx2
 namespace avx512bf16 {
 MatVecSig MatVecBF16;
 }

@@ -1,6 +1,7 @@
 // Decode of K-quant weights (Q4_K, Q6_K) with int8 dots on Q8_0-quantized activations
 // (kernels::SetFastDot): the scalar twins stay within the activation rounding of the exact
-// product, the AVX-512 VNNI kernels equal their twins, and decode batches equal single tokens.
+// product, the AVX-512 VNNI kernels equal their twins, and decode batches equal single tokens;
+// the AVX2 integer dots of every type equal the twins.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,9 +20,9 @@ namespace {
 
 using gguf::GgmlType;
 
-struct FastDotOn {
-  FastDotOn() { SetFastDot(true); }
-  ~FastDotOn() { SetFastDot(false); }
+struct KFastDotOn {
+  KFastDotOn() { SetFastDot(true); }
+  ~KFastDotOn() { SetFastDot(false); }
 };
 
 struct KMatrix {
@@ -47,7 +48,7 @@ KMatrix RandomK(std::mt19937& rng, GgmlType type, std::int64_t rows, std::int64_
   return m;
 }
 
-const std::int64_t kShapes[][2] = {{1, 256}, {7, 512}, {33, 768}, {64, 1536}, {5, 4864}};
+const std::int64_t kKShapes[][2] = {{1, 256}, {7, 512}, {33, 768}, {64, 1536}, {5, 4864}};
 
 class FastDotK : public ::testing::TestWithParam<GgmlType> {};
 
@@ -55,13 +56,13 @@ TEST_P(FastDotK, ScalarTwinIsWithinTheActivationRounding) {
   const GgmlType type = GetParam();
   std::mt19937 rng(21);
   const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
-  for (const auto& [rows, cols] : kShapes) {
+  for (const auto& [rows, cols] : kKShapes) {
     const KMatrix w = RandomK(rng, type, rows, cols);
     const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(cols));
     std::vector<float> got(rows), exact(rows);
     ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.bytes.data(), rows, cols, x.data(), exact.data(), nullptr));
     {
-      FastDotOn on;
+      KFastDotOn on;
       ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.bytes.data(), rows, cols, x.data(), got.data(), nullptr));
     }
     bool any_differs = false;
@@ -88,9 +89,9 @@ TEST_P(FastDotK, VnniKernelEqualsTheScalarTwin) {
   core::ThreadPool pool(2);
   const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
   const auto* avx512 = internal::GetKernelTable(internal::Isa::kAvx512);
-  FastDotOn on;
+  KFastDotOn on;
   EXPECT_TRUE(FastDotActive(type) || internal::ActiveKernels().isa != internal::Isa::kAvx512);
-  for (const auto& [rows, cols] : kShapes) {
+  for (const auto& [rows, cols] : kKShapes) {
     const KMatrix w = RandomK(rng, type, rows, cols);
     const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(cols));
     std::vector<float> want(rows), got(rows, -1e30f);
@@ -108,7 +109,7 @@ TEST_P(FastDotK, BatchedTokensEqualSingleTokens) {
   std::mt19937 rng(23);
   core::ThreadPool pool(2);
   const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
-  FastDotOn on;
+  KFastDotOn on;
   constexpr std::int64_t kRows = 70, kCols = 1536;
   const KMatrix w = RandomK(rng, type, kRows, kCols);
   const WeightView v{type, w.bytes.data(), kRows, kCols};
@@ -125,6 +126,38 @@ TEST_P(FastDotK, BatchedTokensEqualSingleTokens) {
     }
   }
 }
+
+// The AVX2 integer dots (CPUs without AVX-512 VNNI) equal the scalar twins, every type.
+class FastDotAvx2 : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(FastDotAvx2, KernelEqualsTheScalarTwin) {
+  const auto* avx2 = internal::GetKernelTable(internal::Isa::kAvx2);
+  if (avx2 == nullptr) GTEST_SKIP() << "this CPU has no AVX2";
+  const GgmlType type = GetParam();
+  std::mt19937 rng(24);
+  core::ThreadPool pool(2);
+  const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
+  KFastDotOn on;
+  internal::PrepareActFn prepare = nullptr;
+  EXPECT_NE(internal::FastDotActKernel(*avx2, type, &prepare), nullptr);
+  for (const auto& [rows, cols] : kKShapes) {
+    const KMatrix w = RandomK(rng, type, rows, cols);
+    const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(cols));
+    std::vector<float> want(rows), got(rows, -1e30f), exact(rows);
+    ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.bytes.data(), rows, cols, x.data(), want.data(), nullptr));
+    ASSERT_TRUE(internal::MatVecWith(*avx2, type, w.bytes.data(), rows, cols, x.data(), got.data(), &pool));
+    EXPECT_LT(testing::MaxRelError(got.data(), want.data(), rows), 5e-5) << rows << "x" << cols;
+    SetFastDot(false);
+    ASSERT_TRUE(internal::MatVecWith(*avx2, type, w.bytes.data(), rows, cols, x.data(), exact.data(), &pool));
+    SetFastDot(true);
+    EXPECT_NE(got, exact) << "the integer path was not taken";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, FastDotAvx2,
+                         ::testing::Values(GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_K,
+                                           GgmlType::kQ6_K),
+                         [](const auto& info) { return std::string(gguf::GetTypeInfo(info.param).name); });
 
 INSTANTIATE_TEST_SUITE_P(Types, FastDotK, ::testing::Values(GgmlType::kQ4_K, GgmlType::kQ6_K),
                          [](const auto& info) {
