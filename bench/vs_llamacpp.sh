@@ -23,7 +23,7 @@
 #   BATCHES      batched decode sizes, empty for none [1,4,16]; BATCH_KV their contexts, a list
 #                [512] (both sides prefill the context once and give every sequence a copy: -pps)
 # Each side's peak RSS over its single-sequence run (the longest prefill dominates) is measured
-# with /usr/bin/time and reported as the `rss_mb` column (ours / llama.cpp: lower is better).
+# with /usr/bin/time and reported as the `rss_mib` column (MiB) (ours / llama.cpp: lower is better).
 #   BATCH_STEPS  decode steps per batched measurement [32]
 #   SMARTGEN_ARGS extra flags for bench engine (e.g. --fast-dot)
 set -euo pipefail
@@ -62,7 +62,7 @@ log() { echo "[$(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg)] $*" >&2
 rss_row() {  # who model-name round: the peak RSS that /usr/bin/time wrote to $OUT/.rss
   python3 -c 'import json,sys
 kb=int(open(sys.argv[4]).read().split()[-1])
-print(json.dumps({"who":sys.argv[1],"model":sys.argv[2],"round":int(sys.argv[3]),"test":"rss_mb","tok_s":kb/1024}))' "$1" "$2" "$3" "$OUT/.rss" >> "$RAW"
+print(json.dumps({"who":sys.argv[1],"model":sys.argv[2],"round":int(sys.argv[3]),"test":"rss_mib","tok_s":kb/1024}))' "$1" "$2" "$3" "$OUT/.rss" >> "$RAW"
 }
 
 run_llama() {  # file model-name round
