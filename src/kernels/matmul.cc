@@ -137,13 +137,17 @@ struct Segment {
   std::int64_t first_chunk = 0;  // in the concatenated row-chunk space of all segments
 };
 
-// Up to this many tokens (a decode batch) go through the fast-dot kernels, token by token over
-// blocks of kActRows weight rows; more (a prefill) through the GEMM.
+// Up to this many tokens (a decode batch) go through the fast-dot kernels (token by token over
+// blocks of kActRows weight rows, or the batched kernels); more (a prefill) through the batched
+// kernels where every product of a pass has one (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K with VNNI), else
+// the f32 GEMM.
 constexpr std::int64_t kActTokens = 64;
 constexpr std::int64_t kActRows = 32;
 // From this many tokens a batch goes through the batched kernels (one weight unpack per panel of
 // 16 tokens) rather than token by token.
 constexpr std::int64_t kPanelMinTokens = 3;
+// Prefill chunks of up to this many tokens (Forward's micro-batch) also take the batched kernels.
+constexpr std::int64_t kPanelPrefillTokens = 512;
 
 // out[t][0..r1-r0) = rows [r0, r1) of W times tokens x[0..nt), out row stride ldo; the tokens go
 // through vec_act on act[0..nt) when the segment has one.
@@ -292,11 +296,18 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
                  core::ThreadPool* pool) {
   thread_local std::vector<ActQ8> acts;
   thread_local std::vector<ActPanel> panels;
-  if (n <= kActTokens) {
-    PrepareSegmentActs(segs, n_segs, n, acts, panels);
-  } else {
-    for (int i = 0; i < n_segs; ++i) segs[i].vec_act = segs[i].vec_act_up = nullptr;
+  if (n > kActTokens) {
+    // A prefill: the batched integer-dot kernels where every product of the segment has one
+    // (up to kPanelPrefillTokens, the micro-batch), else the f32 GEMM.
+    for (int i = 0; i < n_segs; ++i) {
+      Segment& s = segs[i];
+      const bool batched = n <= kPanelPrefillTokens && (s.vec_act == nullptr || s.mul_act != nullptr) &&
+                           (s.vec_act_up == nullptr || s.mul_act_up != nullptr) &&
+                           (s.vec_act != nullptr || s.vec_act_up != nullptr);
+      if (!batched) s.vec_act = s.vec_act_up = nullptr;
+    }
   }
+  PrepareSegmentActs(segs, n_segs, n, acts, panels);
   std::int64_t total_rows = 0;
   std::size_t max_row_bytes = 0;
   for (int i = 0; i < n_segs; ++i) {
@@ -317,7 +328,8 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
     for (int i = 0; i < n_segs; ++i) row_chunks += CeilDiv(segs[i].rows, chunk_rows);
     if (row_chunks < want_chunks) {
       const std::int64_t token_chunks = CeilDiv(want_chunks, row_chunks);
-      chunk_tokens = std::max(kMulChunkTokens, CeilDiv(n, token_chunks));
+      // Token chunks start on panel boundaries (kMulChunkTokens is a multiple of 16).
+      chunk_tokens = RoundUp(std::max(kMulChunkTokens, CeilDiv(n, token_chunks)), kPanelTokens);
     }
   }
   std::int64_t row_chunks = 0;

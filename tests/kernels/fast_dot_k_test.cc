@@ -113,7 +113,7 @@ TEST_P(FastDotK, BatchedTokensEqualSingleTokens) {
   constexpr std::int64_t kRows = 70, kCols = 1536;
   const KMatrix w = RandomK(rng, type, kRows, kCols);
   const WeightView v{type, w.bytes.data(), kRows, kCols};
-  for (const std::int64_t n : {2, 7, 16, 33, 64}) {
+  for (const std::int64_t n : {2, 7, 16, 33, 64, 130}) {  // 130: a prefill chunk
     const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(n * kCols));
     std::vector<float> batched(static_cast<std::size_t>(n * kRows)), one(kRows), twin(kRows);
     MatMul(v, x.data(), n, batched.data(), &pool);

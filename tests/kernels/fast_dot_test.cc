@@ -223,7 +223,7 @@ TEST(FastDotQ8, BatchedTokensEqualSingleTokens) {
   const Q8Matrix w5 = RandomQ4(rng, 200, 576, GgmlType::kQ5_0);
   const std::pair<GgmlType, const Q8Matrix*> mats[] = {
       {GgmlType::kQ8_0, &w8}, {GgmlType::kQ4_0, &w4}, {GgmlType::kQ5_0, &w5}};
-  for (const std::int64_t n : {2, 5, 16, 17, 64}) {
+  for (const std::int64_t n : {2, 5, 16, 17, 64, 130}) {  // 130: a prefill chunk
     const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(n * 576));
     for (const auto& [type, m] : mats) {
       const WeightView v{type, m->bytes.data(), 200, 576};
