@@ -75,9 +75,16 @@ void BM_DecodeWeights(benchmark::State& state, GgmlType type, Isa isa, int threa
 
 // GEMV over 96 distinct 1536 x 1536 matrices (columns a multiple of 256, so every type fits):
 // the weight-streaming rate of each type's decode kernel, to set against BM_ReadBandwidth.
-void BM_GemvStream(benchmark::State& state, GgmlType type, Isa isa, int threads) {
+void BM_GemvStream(benchmark::State& state, GgmlType type, Isa isa, int threads, bool fast_dot) {
   const auto* table = kernels::internal::GetKernelTable(isa);
   if (table == nullptr) return state.SkipWithError("ISA not available");
+  kernels::SetFastDot(fast_dot);
+  kernels::internal::PrepareActFn prepare = nullptr;
+  if (fast_dot && kernels::internal::FastDotKernel(*table, type) == nullptr &&
+      kernels::internal::FastDotActKernel(*table, type, &prepare) == nullptr) {
+    kernels::SetFastDot(false);
+    return state.SkipWithError("no fast-dot kernel for this type on this CPU");
+  }
   constexpr std::int64_t kDim = 1536;
   constexpr int kMats = 96;
   std::vector<std::vector<std::byte>> mats;
@@ -92,6 +99,7 @@ void BM_GemvStream(benchmark::State& state, GgmlType type, Isa isa, int threads)
     }
     benchmark::DoNotOptimize(y.data());
   }
+  kernels::SetFastDot(false);
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations() / 1e9,
                                               benchmark::Counter::kIsRate);
   state.counters["Gweights/s"] = benchmark::Counter(
@@ -102,9 +110,16 @@ void BM_GemvStream(benchmark::State& state, GgmlType type, Isa isa, int threads)
 
 // GEMV over one 128 x 1536 matrix that stays in cache: each type's compute rate (Gweights/s),
 // the ceiling its decode kernel would hit with infinite memory bandwidth.
-void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa) {
+void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa, bool fast_dot) {
   const auto* table = kernels::internal::GetKernelTable(isa);
   if (table == nullptr) return state.SkipWithError("ISA not available");
+  kernels::SetFastDot(fast_dot);
+  kernels::internal::PrepareActFn prepare = nullptr;
+  if (fast_dot && kernels::internal::FastDotKernel(*table, type) == nullptr &&
+      kernels::internal::FastDotActKernel(*table, type, &prepare) == nullptr) {
+    kernels::SetFastDot(false);
+    return state.SkipWithError("no fast-dot kernel for this type on this CPU");
+  }
   constexpr std::int64_t kRows = 128, kCols = 1536;
   const std::vector<std::byte> w = RandomWeights(type, kRows, kCols, 5);
   std::vector<float> x = RandomFloats(kCols, 1), y(kRows);
@@ -112,6 +127,7 @@ void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa) {
     kernels::internal::MatVecWith(*table, type, w.data(), kRows, kCols, x.data(), y.data(), nullptr);
     benchmark::DoNotOptimize(y.data());
   }
+  kernels::SetFastDot(false);
   state.counters["Gweights/s"] = benchmark::Counter(
       static_cast<double>(kRows * kCols) * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
@@ -239,19 +255,25 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
   }
   for (GgmlType type : kAllTypes) {
     for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
-      benchmark::RegisterBenchmark(("BM_GemvHot/" + std::string(TypeName(type)) + "/" +
-                                    kernels::internal::IsaName(isa))
-                                       .c_str(),
-                                   BM_GemvHot, type, isa)
-          ->Unit(benchmark::kMicrosecond);
-      for (int threads : {1, 2}) {
-        benchmark::RegisterBenchmark(("BM_GemvStream/" + std::string(TypeName(type)) + "/" +
-                                      kernels::internal::IsaName(isa) +
-                                      "/threads:" + std::to_string(threads))
+      for (const bool fast : {false, true}) {
+        if (fast && isa != Isa::kAvx512) continue;
+        benchmark::RegisterBenchmark(("BM_GemvHot/" + std::string(TypeName(type)) + "/" +
+                                      kernels::internal::IsaName(isa) + (fast ? "/fast-dot" : ""))
                                          .c_str(),
-                                     BM_GemvStream, type, isa, threads)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+                                     BM_GemvHot, type, isa, fast)
+            ->Unit(benchmark::kMicrosecond);
+      }
+      for (int threads : {1, 2}) {
+        for (const bool fast : {false, true}) {
+          if (fast && isa != Isa::kAvx512) continue;
+          benchmark::RegisterBenchmark(("BM_GemvStream/" + std::string(TypeName(type)) + "/" +
+                                        kernels::internal::IsaName(isa) +
+                                        "/threads:" + std::to_string(threads) + (fast ? "/fast-dot" : ""))
+                                           .c_str(),
+                                       BM_GemvStream, type, isa, threads, fast)
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
+        }
       }
     }
   }

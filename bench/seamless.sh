@@ -36,10 +36,12 @@ stories() {  # name, modes, options, link
 retrieval main 200 1024,2032 colocated,layerwise,smartgen '{}'
 stories main colocated,layerwise,smartgen '{}'
 }
-# Item 4: the ablation, one mechanism off at a time (retrieval 1K, 100 prompts; stories).
+# Item 4: the ablation, one mechanism off at a time (retrieval 1K, 100 prompts; stories), and
+# int8 on the wire on.
 for name_opt in 'default|{}' 'no_first_step|{"first_step": false}' 'no_attend_present|{"attend_present": false}' \
                 'no_wait_bound|{"wait_bound_ms": 1e6}' 'no_hysteresis|{"hysteresis": 0}' \
-                'no_on_demand|{"on_demand": false}' 'no_speculative|{"speculative": false}'; do
+                'no_on_demand|{"on_demand": false}' 'no_speculative|{"speculative": false}' \
+                'int8_wire|{"int8_wire": true}'; do
   name="${name_opt%%|*}"
   opt="${name_opt#*|}"
   retrieval "$name" 100 1024 colocated,smartgen "$opt" "$RETRIEVAL_LINK"

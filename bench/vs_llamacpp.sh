@@ -20,8 +20,10 @@
 #   MODELS       preset:type list [smollm2-135m:f32,f16,bf16,q8_0,q4_0,q4_k_m qwen2.5-0.5b:f16,q8_0]
 #   PROMPTS      prefill lengths [512,2048,4096]; DECODE decode tokens [128]
 #   THREADS [2]  ROUNDS rounds per model [2]
-#   BATCHES      batched decode sizes, empty for none [1,4,16]; BATCH_KV their context [512]
-#                (both sides prefill the context once and give every sequence a copy: -pps)
+#   BATCHES      batched decode sizes, empty for none [1,4,16]; BATCH_KV their contexts, a list
+#                [512] (both sides prefill the context once and give every sequence a copy: -pps)
+# Each side's peak RSS over its single-sequence run (the longest prefill dominates) is measured
+# with /usr/bin/time and reported as the `rss_mib` column (MiB) (ours / llama.cpp: lower is better).
 #   BATCH_STEPS  decode steps per batched measurement [32]
 #   SMARTGEN_ARGS extra flags for bench engine (e.g. --fast-dot)
 set -euo pipefail
@@ -57,8 +59,15 @@ RAW="$OUT/raw.jsonl"
 : > "$RAW"
 log() { echo "[$(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg)] $*" >&2; }
 
+rss_row() {  # who model-name round: the peak RSS that /usr/bin/time wrote to $OUT/.rss
+  python3 -c 'import json,sys
+kb=int(open(sys.argv[4]).read().split()[-1])
+print(json.dumps({"who":sys.argv[1],"model":sys.argv[2],"round":int(sys.argv[3]),"test":"rss_mib","tok_s":kb/1024}))' "$1" "$2" "$3" "$OUT/.rss" >> "$RAW"
+}
+
 run_llama() {  # file model-name round
-  "$LB/bin/llama-bench" -m "$1" -t "$THREADS" -p "$PROMPTS" -n "$DECODE" -r 1 -o jsonl 2>/dev/null |
+  /usr/bin/time -f '%M' -o "$OUT/.rss" \
+    "$LB/bin/llama-bench" -m "$1" -t "$THREADS" -p "$PROMPTS" -n "$DECODE" -r 1 -o jsonl 2>/dev/null |
     python3 -c 'import json,sys
 for l in sys.stdin:
     l=l.strip()
@@ -66,22 +75,25 @@ for l in sys.stdin:
     j=json.loads(l)
     t="tg%d"%j["n_gen"] if j["n_gen"] else "pp%d"%j["n_prompt"]
     print(json.dumps({"who":"llama.cpp","model":sys.argv[1],"round":int(sys.argv[2]),"test":t,"tok_s":j["avg_ts"]}))' "$2" "$3" >> "$RAW"
-  if [ -n "$BATCHES" ]; then
-    local ctx=$(( (${BATCH_KV##*,} + BATCH_STEPS) * $(echo "$BATCHES" | tr ',' '\n' | sort -n | tail -1) + 64 ))
+  rss_row llama.cpp "$2" "$3"
+  local kv
+  for kv in $(echo "${BATCHES:+$BATCH_KV}" | tr ',' ' '); do
+    local ctx=$(( (kv + BATCH_STEPS) * $(echo "$BATCHES" | tr ',' '\n' | sort -n | tail -1) + 64 ))
     "$LB/bin/llama-batched-bench" -m "$1" -t "$THREADS" -c "$ctx" -b 2048 -ub 512 \
-      -npp "$BATCH_KV" -ntg "$BATCH_STEPS" -npl "$BATCHES" -pps --output-format jsonl 2>/dev/null |
+      -npp "$kv" -ntg "$BATCH_STEPS" -npl "$BATCHES" -pps --output-format jsonl 2>/dev/null |
       python3 -c 'import json,sys
 for l in sys.stdin:
     l=l.strip()
     if not l.startswith("{"): continue
     j=json.loads(l)
     print(json.dumps({"who":"llama.cpp","model":sys.argv[1],"round":int(sys.argv[2]),"test":"b%d@kv%d"%(j["pl"],j["pp"]),"tok_s":j["speed_tg"]}))' "$2" "$3" >> "$RAW"
-  fi
+  done
 }
 
 run_ours() {  # file model-name round
   # shellcheck disable=SC2086
-  "$SMARTGEN" bench engine -m "$1" --threads "$THREADS" --prompt-tokens "$PROMPTS" \
+  /usr/bin/time -f '%M' -o "$OUT/.rss" \
+    "$SMARTGEN" bench engine -m "$1" --threads "$THREADS" --prompt-tokens "$PROMPTS" \
     --decode-tokens "$DECODE" --reps 1 --json $SMARTGEN_ARGS 2>/dev/null |
     python3 -c 'import json,sys
 seen=False
@@ -92,6 +104,7 @@ for l in sys.stdin:
     if not seen:
         seen=True
         print(json.dumps({"who":"smartgen","model":m,"round":r,"test":"tg%d"%j["n_decode"],"tok_s":j["decode_tok_s"],"gbs":j["decode_gbs"]}))' "$2" "$3" >> "$RAW"
+  rss_row smartgen "$2" "$3"
   if [ -n "$BATCHES" ]; then
     # shellcheck disable=SC2086
     "$SMARTGEN" bench engine -m "$1" --threads "$THREADS" --batch "$BATCHES" --batch-kv "$BATCH_KV" \
@@ -112,6 +125,9 @@ for spec in $MODELS; do
     [ -f "$f" ] || { log "make-model $preset $type"; "$SMARTGEN" make-model --preset "$preset" --type "$type" --seed 1 --out "$f" >/dev/null; }
     name="$preset $type"
     for r in $(seq 1 "$ROUNDS"); do
+      python3 -c 'import json,sys
+print(json.dumps({"who":"load","model":sys.argv[1],"round":int(sys.argv[2]),"test":"load","tok_s":float(sys.argv[3])}))' \
+        "$name" "$r" "$(cut -d' ' -f1 /proc/loadavg)" >> "$RAW"
       if [ $((r % 2)) -eq 1 ]; then
         log "$name round $r: llama.cpp"; run_llama "$f" "$name" "$r"
         log "$name round $r: smartgen"; run_ours "$f" "$name" "$r"
@@ -130,10 +146,17 @@ raw, out, rev, threads, rounds, start, l0, l1, extra = sys.argv[1:]
 rows = [json.loads(l) for l in open(raw)]
 models, tests = [], []
 val = {}
+loads = {}
 for r in rows:
+    if r["who"] == "load":
+        loads.setdefault(r["model"], []).append(r["tok_s"])
+        continue
     if r["model"] not in models: models.append(r["model"])
     if r["test"] not in tests: tests.append(r["test"])
     val.setdefault((r["model"], r["test"], r["who"]), []).append(r["tok_s"])
+def load_cell(m):
+    l = loads.get(m, [])
+    return "%.1f-%.1f" % (min(l), max(l)) if l else "-"
 def cell(m, t):
     a, b = val.get((m, t, "smartgen")), val.get((m, t, "llama.cpp"))
     if not a or not b: return "-"
@@ -146,10 +169,10 @@ lines = ["smartgen vs llama.cpp (%s), %s threads, median of %s alternating round
          % (rev, threads, rounds, start, l0, l1, (", bench engine " + extra) if extra else ""), ""]
 for group, title in ((single, "model, weights"), (batched, "model, weights (batched decode: tok/s over all sequences, batch@KV)")):
     if not group: continue
-    lines.append("| %s | %s |" % (title, " | ".join(group)))
-    lines.append("|" + "---|" * (len(group) + 1))
+    lines.append("| %s | %s | load (1 min, at each round's start) |" % (title, " | ".join(group)))
+    lines.append("|" + "---|" * (len(group) + 2))
     for m in models:
-        lines.append("| %s | %s |" % (m, " | ".join(cell(m, t) for t in group)))
+        lines.append("| %s | %s | %s |" % (m, " | ".join(cell(m, t) for t in group), load_cell(m)))
     lines.append("")
 open(out, "w").write("\n".join(lines))
 print("\n".join(lines))

@@ -2,6 +2,7 @@
 // activation quantizer and preparation, the scalar twins, and the choice of kernel.
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "core/cpu_features.h"
@@ -53,21 +54,87 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
   const int kind = type == gguf::GgmlType::kQ8_0   ? 0
                    : type == gguf::GgmlType::kQ4_0 ? 1
                    : type == gguf::GgmlType::kQ5_0 ? 2
+                   : type == gguf::GgmlType::kQ4_K ? 3
+                   : type == gguf::GgmlType::kQ6_K ? 4
                                                    : -1;
   if (kind < 0) return nullptr;
 #if defined(SMARTGEN_KERNELS_X86)
   if (table.isa == Isa::kAvx512 && core::GetCpuFeatures().avx512vnni) {
     *prepare = avx512vnni::PrepareActQ8;
-    const MatVecActFn fns[] = {avx512vnni::MatVecQ8_0, avx512vnni::MatVecQ4_0, avx512vnni::MatVecQ5_0};
+    const MatVecActFn fns[] = {avx512vnni::MatVecQ8_0, avx512vnni::MatVecQ4_0, avx512vnni::MatVecQ5_0,
+                               avx512vnni::MatVecQ4_K, avx512vnni::MatVecQ6_K};
+    return fns[kind];
+  }
+  // AVX2, and AVX-512 without VNNI: the AVX2 integer dots.
+  if (table.isa == Isa::kAvx2 || table.isa == Isa::kAvx512) {
+    *prepare = scalar::PrepareActQ8;  // plain C++: bit for bit what every table prepares
+    const MatVecActFn fns[] = {avx2::MatVecQ8_0Act, avx2::MatVecQ4_0Act, avx2::MatVecQ5_0Act,
+                               avx2::MatVecQ4_KAct, avx2::MatVecQ6_KAct};
     return fns[kind];
   }
 #endif
   if (table.isa == Isa::kScalar) {
     *prepare = scalar::PrepareActQ8;
-    const MatVecActFn fns[] = {scalar::MatVecQ8_0Act, scalar::MatVecQ4_0Act, scalar::MatVecQ5_0Act};
+    const MatVecActFn fns[] = {scalar::MatVecQ8_0Act, scalar::MatVecQ4_0Act, scalar::MatVecQ5_0Act,
+                               scalar::MatVecQ4_KAct, scalar::MatVecQ6_KAct};
     return fns[kind];
   }
   return nullptr;
+}
+
+MatMulActFn FastDotBatchKernel(const KernelTable& table, gguf::GgmlType type) {
+  if (!g_fast_dot.load(std::memory_order_relaxed)) return nullptr;
+#if defined(SMARTGEN_KERNELS_X86)
+  if (table.isa == Isa::kAvx512 && core::GetCpuFeatures().avx512vnni) {
+    switch (type) {
+      case gguf::GgmlType::kQ8_0: return avx512vnni::MatMulQ8_0;
+      case gguf::GgmlType::kQ4_0: return avx512vnni::MatMulQ4_0;
+      case gguf::GgmlType::kQ5_0: return avx512vnni::MatMulQ5_0;
+      case gguf::GgmlType::kQ4_K: return avx512vnni::MatMulQ4_K;
+      case gguf::GgmlType::kQ6_K: return avx512vnni::MatMulQ6_K;
+      default: break;
+    }
+  }
+#endif
+  (void)table;
+  (void)type;
+  return nullptr;  // the scalar table runs batches token by token through the twins
+}
+
+std::size_t PanelFloats(std::int64_t cols) {
+  const auto nb = static_cast<std::size_t>(cols / kQK8_0);
+  return nb * (128 + 16 + 32 + 16 + 16) + 5 * 16;  // q, nsum, nsum16, d, xsum, alignment
+}
+
+ActPanel BuildActPanel(const ActQ8* acts, int n, std::int64_t cols, float* storage) {
+  const std::int64_t nb = cols / kQK8_0;
+  const auto align = [](float* p) {
+    return reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(p) + 63) & ~std::uintptr_t{63});
+  };
+  auto* q = reinterpret_cast<std::int8_t*>(align(storage));
+  auto* nsum = reinterpret_cast<std::int32_t*>(align(reinterpret_cast<float*>(q) + nb * 128));
+  std::int32_t* nsum16 = reinterpret_cast<std::int32_t*>(align(reinterpret_cast<float*>(nsum + nb * 16)));
+  float* d = align(reinterpret_cast<float*>(nsum16 + nb * 32));
+  float* xsum = align(d + nb * 16);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    for (int t = 0; t < kPanelTokens; ++t) {
+      std::int32_t half[2] = {0, 0};
+      const std::int8_t* src = t < n ? acts[t].q + b * kQK8_0 : nullptr;
+      for (int k = 0; k < 8; ++k) {
+        std::int8_t* dst = q + (b * 8 + k) * 64 + 4 * t;
+        for (int i = 0; i < 4; ++i) {
+          dst[i] = src != nullptr ? src[4 * k + i] : 0;
+          half[k / 4] += dst[i];
+        }
+      }
+      nsum[b * 16 + t] = -(half[0] + half[1]);
+      nsum16[(2 * b) * 16 + t] = -half[0];
+      nsum16[(2 * b + 1) * 16 + t] = -half[1];
+      d[b * 16 + t] = t < n ? acts[t].d[b] : 0.0f;
+      xsum[b * 16 + t] = t < n ? acts[t].sum8[b] * 0.125f : 0.0f;
+    }
+  }
+  return ActPanel{q, nsum, nsum16, d, xsum, n};
 }
 
 namespace scalar {
@@ -104,24 +171,22 @@ void MatVecQ8_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, cons
   }
 }
 
-// Q4_0: d_w * d_x * sum((nib - 8) * q) = d_w * d_x * sum(nib * q) - d_w * sum8.
+// Q4_0: d_w * d_x * sum((nib - 8) * q), the offset inside the integer dot.
 void MatVecQ4_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x,
                    float* y, std::int64_t r0, std::int64_t r1) {
   const std::int64_t nb = cols / kQK4_0;
   for (std::int64_t r = r0; r < r1; ++r) {
     const auto* blocks = reinterpret_cast<const BlockQ4_0*>(static_cast<const std::byte*>(w) + r * row_bytes);
-    float sum = 0.0f, offset = 0.0f;
+    float sum = 0.0f;
     for (std::int64_t b = 0; b < nb; ++b) {
       std::int32_t isum = 0;
       const std::int8_t* q = x.q + b * kQK4_0;
       for (int j = 0; j < kQK4_0 / 2; ++j) {
-        isum += (blocks[b].qs[j] & 15) * q[j] + (blocks[b].qs[j] >> 4) * q[j + kQK4_0 / 2];
+        isum += ((blocks[b].qs[j] & 15) - 8) * q[j] + ((blocks[b].qs[j] >> 4) - 8) * q[j + kQK4_0 / 2];
       }
-      const float dw = F16ToF32(blocks[b].d);
-      sum += (dw * x.d[b]) * static_cast<float>(isum);
-      offset += dw * x.sum8[b];
+      sum += (F16ToF32(blocks[b].d) * x.d[b]) * static_cast<float>(isum);
     }
-    y[r] = sum - offset;
+    y[r] = sum;
   }
 }
 
@@ -131,7 +196,7 @@ void MatVecQ5_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, cons
   const std::int64_t nb = cols / 32;
   for (std::int64_t r = r0; r < r1; ++r) {
     const auto* blocks = reinterpret_cast<const BlockQ5_0*>(static_cast<const std::byte*>(w) + r * row_bytes);
-    float sum = 0.0f, offset = 0.0f;
+    float sum = 0.0f;
     for (std::int64_t b = 0; b < nb; ++b) {
       std::uint32_t qh;
       std::memcpy(&qh, blocks[b].qh, 4);
@@ -140,13 +205,11 @@ void MatVecQ5_0Act(const void* w, std::size_t row_bytes, std::int64_t cols, cons
       for (int j = 0; j < 16; ++j) {
         const int lo = (blocks[b].qs[j] & 15) | static_cast<int>(((qh >> j) & 1) << 4);
         const int hi = (blocks[b].qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
-        isum += lo * q[j] + hi * q[j + 16];
+        isum += (lo - 16) * q[j] + (hi - 16) * q[j + 16];
       }
-      const float dw = F16ToF32(blocks[b].d);
-      sum += (dw * x.d[b]) * static_cast<float>(isum);
-      offset += (2.0f * dw) * x.sum8[b];
+      sum += (F16ToF32(blocks[b].d) * x.d[b]) * static_cast<float>(isum);
     }
-    y[r] = sum - offset;
+    y[r] = sum;
   }
 }
 

@@ -136,8 +136,7 @@ struct ActQ8 {
   const std::uint8_t* qabs = nullptr;  // [n] |q| (Q8_0 weights take the signs)
   const std::uint32_t* qneg = nullptr;  // [n / 32] sign bits of q, one word per block
   const float* d = nullptr;            // [n / 32] block scales
-  const float* sum8 = nullptr;         // [n / 32] 8 * d * sum(q): Q4_0's offset of 8 per weight
-                                       // (Q5_0's of 16: twice it)
+  const float* sum8 = nullptr;         // [n / 32] 8 * d * sum(q) (Q4_K's mins use sum8 / 8)
 };
 // Fills the arrays of an ActQ8 from x[n]; bit for bit the same in every implementation.
 using PrepareActSig = void(const float* x, std::int64_t n, std::int8_t* q, std::uint8_t* qabs,
@@ -148,18 +147,47 @@ using MatVecActSig = void(const void* w, std::size_t row_bytes, std::int64_t col
                           float* y, std::int64_t r0, std::int64_t r1);
 using MatVecActFn = MatVecActSig*;
 
-// kernels::SetFastDot: Q8_0, Q4_0 and Q5_0 weights x Q8_0-quantized activations, and BF16 weights x
-// bf16-rounded activations - the scalar twins and the AVX-512 VNNI / AVX512-BF16 kernels
-// (matmul_avx512vnni.cc, matmul_avx512bf16.cc, run only when the CPU has those extensions).
+// The activations of up to kPanelTokens tokens of a decode batch for the batched integer-dot
+// kernels, interleaved so that one 64-byte vector holds 4 values of each of 16 tokens: for
+// 32-value block b and group k < 8 of 4 values, q[(b * 8 + k) * 64 + 4 * t + i] is token t's
+// value 32 b + 4 k + i (as ActQ8::q). Built from the tokens' ActQ8s (BuildActPanel, matmul.cc);
+// lanes of tokens >= n are zero. Every array is owned by the caller.
+inline constexpr int kPanelTokens = 16;
+struct ActPanel {
+  const std::int8_t* q = nullptr;       // [nb][8][16][4]
+  const std::int32_t* nsum = nullptr;   // [nb][16] -sum(q) of each token's block
+  const std::int32_t* nsum16 = nullptr;  // [nb][2][16] -sum(q) of each half-block (Q6_K)
+  const float* d = nullptr;             // [nb][16] each token's block scale d_x
+  const float* xsum = nullptr;          // [nb][16] sum8 / 8 = d_x * sum(q) (Q4_K's mins)
+  int n = 0;                            // tokens in the panel, 1..16
+};
+// Y[t][r] = W[r] . x_t for the panel's tokens t < x.n and r in [r0, r1); Y row stride ldy.
+using MatMulActSig = void(const void* w, std::size_t row_bytes, std::int64_t cols,
+                          const ActPanel& x, float* y, std::int64_t ldy, std::int64_t r0,
+                          std::int64_t r1);
+using MatMulActFn = MatMulActSig*;
+
+// kernels::SetFastDot: Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights x Q8_0-quantized activations, and
+// BF16 weights x bf16-rounded activations - the scalar twins (fast_dot.cc, fast_dot_k.cc) and the
+// AVX-512 VNNI / AVX512-BF16 kernels (matmul_avx512vnni.cc, matmul_avx512vnni_k.cc,
+// matmul_avx512bf16.cc, run only when the CPU has those extensions).
 namespace scalar {
 MatVecSig MatVecBF16Bf16;
-MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act;
+MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act, MatVecQ4_KAct, MatVecQ6_KAct;
 PrepareActSig PrepareActQ8;
 }  // namespace scalar
 namespace avx512vnni {
-MatVecActSig MatVecQ8_0, MatVecQ4_0, MatVecQ5_0;
+MatVecActSig MatVecQ8_0, MatVecQ4_0, MatVecQ5_0, MatVecQ4_K, MatVecQ6_K;
 PrepareActSig PrepareActQ8;
+// The same products for the tokens of a panel at once (matmul_avx512vnni_batch.cc): each weight
+// row is unpacked once per panel and broadcast against the 16 tokens' lanes, so a block's dot
+// costs 8 vpdpbusd for all of them. Equal to the MatVec kernels token by token, up to the
+// order of the f32 sums.
+MatMulActSig MatMulQ8_0, MatMulQ4_0, MatMulQ5_0, MatMulQ4_K, MatMulQ6_K;
 }  // namespace avx512vnni
+namespace avx2 {  // matmul_avx2_intdot.cc: the same integer dots with AVX2 (vpmaddubsw)
+MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act, MatVecQ4_KAct, MatVecQ6_KAct;
+}  // namespace avx2
 namespace avx512bf16 {
 MatVecSig MatVecBF16;
 }
@@ -168,6 +196,13 @@ MatVecFn FastDotKernel(const KernelTable& table, gguf::GgmlType type);
 // The fast-dot kernel on prepared activations `table` uses for `type` now (and, in *prepare,
 // the function that prepares them), or nullptr.
 MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, PrepareActFn* prepare);
+// The batched fast-dot kernel `table` uses for `type` now (decode batches of 2..kActTokens
+// tokens, in panels), or nullptr (then the batch goes token by token).
+MatMulActFn FastDotBatchKernel(const KernelTable& table, gguf::GgmlType type);
+// Fills a panel of n <= kPanelTokens tokens from their prepared activations acts[0..n), cols
+// values each, into `storage` (PanelFloats(cols) floats, 64-byte aligned).
+std::size_t PanelFloats(std::int64_t cols);
+ActPanel BuildActPanel(const ActQ8* acts, int n, std::int64_t cols, float* storage);
 
 // The public matrix kernels with an explicit table (tests run every available table).
 // Returns false for a weight type the table has no kernel for.

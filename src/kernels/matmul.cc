@@ -129,21 +129,38 @@ struct Segment {
   MatVecActFn vec_act_up = nullptr;
   PrepareActFn prepare = nullptr;
   const ActQ8* act = nullptr;
+  // Decode batches of kPanelMinTokens..kActTokens tokens: the batched kernels (mul_act,
+  // mul_act_up) on the tokens' panels (panel[g]: tokens [16 g, 16 g + 16)), when the type has one.
+  MatMulActFn mul_act = nullptr;
+  MatMulActFn mul_act_up = nullptr;
+  const ActPanel* panel = nullptr;
   std::int64_t first_chunk = 0;  // in the concatenated row-chunk space of all segments
 };
 
-// Up to this many tokens (a decode batch) go through the fast-dot kernels, token by token over
-// blocks of kActRows weight rows; more (a prefill) through the GEMM.
+// Up to this many tokens (a decode batch) go through the fast-dot kernels (token by token over
+// blocks of kActRows weight rows, or the batched kernels); more (a prefill) through the batched
+// kernels where every product of a pass has one (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K with VNNI), else
+// the f32 GEMM.
 constexpr std::int64_t kActTokens = 64;
 constexpr std::int64_t kActRows = 32;
+// From this many tokens a batch goes through the batched kernels (one weight unpack per panel of
+// 16 tokens) rather than token by token.
+constexpr std::int64_t kPanelMinTokens = 3;
+// Prefill chunks of up to this many tokens (Forward's micro-batch) also take the batched kernels.
+constexpr std::int64_t kPanelPrefillTokens = 512;
 
 // out[t][0..r1-r0) = rows [r0, r1) of W times tokens x[0..nt), out row stride ldo; the tokens go
 // through vec_act on act[0..nt) when the segment has one.
-void Product(MatVecFn vec, MatMulFn mul, MatVecActFn vec_act, const ActQ8* act, const void* w,
-             std::size_t row_bytes, std::int64_t cols, const float* x, std::int64_t nt,
-             std::int64_t r0, std::int64_t r1, float* out, std::int64_t ldo) {
+void Product(MatVecFn vec, MatMulFn mul, MatVecActFn vec_act, const ActQ8* act, MatMulActFn mul_act,
+             const ActPanel* panel, const void* w, std::size_t row_bytes, std::int64_t cols,
+             const float* x, std::int64_t nt, std::int64_t r0, std::int64_t r1, float* out,
+             std::int64_t ldo) {
   const void* wr = static_cast<const std::byte*>(w) + r0 * row_bytes;
-  if (vec_act != nullptr) {
+  if (mul_act != nullptr && panel != nullptr) {
+    for (std::int64_t t = 0; t < nt; t += kPanelTokens) {
+      mul_act(wr, row_bytes, cols, panel[t / kPanelTokens], out + t * ldo, ldo, 0, r1 - r0);
+    }
+  } else if (vec_act != nullptr) {
     // Tokens act[0..nt), kActRows rows at a time, so each block of weight rows is read from
     // memory once and from cache by the other tokens.
     for (std::int64_t rb = 0; rb < r1 - r0; rb += kActRows) {
@@ -166,9 +183,13 @@ constexpr std::int64_t kEpilogueTokens = 512;
 void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::int64_t r1,
               std::int64_t t0, std::int64_t t1) {
   const std::int64_t nr = r1 - r0;
+  // Panels cover tokens from 0 in steps of kPanelTokens (decode batches are one token chunk).
+  const auto panel_at = [&](std::int64_t t) {
+    return s.panel != nullptr && t % kPanelTokens == 0 ? s.panel + t / kPanelTokens : nullptr;
+  };
   if (s.epilogue == Epilogue::kStore) {
-    Product(s.vec, s.mul, s.vec_act, s.act == nullptr ? nullptr : s.act + t0, s.w, s.row_bytes,
-            s.cols, s.x + t0 * s.cols, t1 - t0, r0, r1, s.y + t0 * s.rows + r0, s.rows);
+    Product(s.vec, s.mul, s.vec_act, s.act == nullptr ? nullptr : s.act + t0, s.mul_act, panel_at(t0),
+            s.w, s.row_bytes, s.cols, s.x + t0 * s.cols, t1 - t0, r0, r1, s.y + t0 * s.rows + r0, s.rows);
     return;
   }
   for (std::int64_t ts = t0; ts < t1; ts += kEpilogueTokens) {
@@ -178,14 +199,16 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
     // The product goes to thread scratch [nt][nr] first, then into y.
     float* tmp = ThreadScratch(2, static_cast<std::size_t>(nr * nt));
     const ActQ8* act = s.act == nullptr ? nullptr : s.act + ts;
-    Product(s.vec, s.mul, s.vec_act, act, s.w, s.row_bytes, s.cols, x, nt, r0, r1, tmp, nr);
+    const ActPanel* panel = panel_at(ts);
+    Product(s.vec, s.mul, s.vec_act, act, s.mul_act, panel, s.w, s.row_bytes, s.cols, x, nt, r0, r1,
+            tmp, nr);
     if (s.epilogue == Epilogue::kAccumulate) {
       for (std::int64_t t = 0; t < nt; ++t) table.add_in_place(y + t * s.rows, tmp + t * nr, nr);
       continue;
     }
     float* up = ThreadScratch(3, static_cast<std::size_t>(nr * nt));
-    Product(s.vec_up, s.mul_up, s.vec_act_up, act, s.w_up, s.row_bytes_up, s.cols, x, nt, r0, r1,
-            up, nr);
+    Product(s.vec_up, s.mul_up, s.vec_act_up, act, s.mul_act_up, panel, s.w_up, s.row_bytes_up,
+            s.cols, x, nt, r0, r1, up, nr);
     for (std::int64_t t = 0; t < nt; ++t) {
       s.gated(tmp + t * nr, up + t * nr, nr, y + t * s.rows);
     }
@@ -197,32 +220,62 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
 // of `chunk_tokens`. Every output element is computed the same way whatever the chunking.
 constexpr int kMaxSegments = 8;
 
+// The panels of n prepared tokens, from *next on (advanced past them), into panels[*used..).
+const ActPanel* BuildPanels(const ActQ8* act, std::int64_t n, std::int64_t cols, float** next,
+                            std::vector<ActPanel>& panels, std::size_t* used) {
+  ActPanel* first = panels.data() + *used;
+  for (std::int64_t t = 0; t < n; t += kPanelTokens) {
+    const int nt = static_cast<int>(std::min<std::int64_t>(kPanelTokens, n - t));
+    panels[(*used)++] = BuildActPanel(act + t, nt, cols, *next);
+    *next += PanelFloats(cols);
+  }
+  return first;
+}
+
 // Prepares, on the calling thread before the pass, the activations of the n tokens of every
 // segment with a fast-dot kernel, once per distinct input (q/k/v and gate/up share theirs):
 // s.act[t] for token t. The ActQ8s live in `acts`, their arrays in this thread's scratch slot 5.
-void PrepareSegmentActs(Segment* segs, int n_segs, std::int64_t n, std::vector<ActQ8>& acts) {
+void PrepareSegmentActs(Segment* segs, int n_segs, std::int64_t n, std::vector<ActQ8>& acts,
+                        std::vector<ActPanel>& panels) {
   const auto wants = [](const Segment& s) {
     return s.prepare != nullptr && (s.vec_act != nullptr || s.vec_act_up != nullptr);
   };
+  const auto wants_panels = [n](const Segment& s) {
+    return n >= kPanelMinTokens && (s.mul_act != nullptr || s.mul_act_up != nullptr);
+  };
+  const std::int64_t n_panels = CeilDiv(n, kPanelTokens);
   // Per token: q and |q| (cols bytes each) and three per-block words, with slack between.
   const auto floats_for = [](std::int64_t cols) {
     return static_cast<std::size_t>(2 * (cols / 4 + 16) + 3 * (cols / 32 + 16));
   };
-  std::size_t total = 0, n_acts = 0;
+  std::size_t total = 0, n_acts = 0, n_panel_total = 0;
   for (int i = 0; i < n_segs; ++i) {
     if (wants(segs[i])) total += floats_for(segs[i].cols) * n, n_acts += n;
+    if (wants(segs[i]) && wants_panels(segs[i])) {
+      total += PanelFloats(segs[i].cols) * static_cast<std::size_t>(n_panels);
+      n_panel_total += static_cast<std::size_t>(n_panels);
+    }
   }
   if (total == 0) return;
   acts.resize(n_acts);  // not grown below: the pointers into it stay valid
+  panels.resize(n_panel_total);
+  std::size_t panels_used = 0;
   float* next = ThreadScratch(5, total);
   std::size_t used = 0;
   for (int i = 0; i < n_segs; ++i) {
     Segment& s = segs[i];
     if (!wants(s)) continue;
     for (int j = 0; j < i && s.act == nullptr; ++j) {
-      if (segs[j].act != nullptr && segs[j].x == s.x && segs[j].cols == s.cols) s.act = segs[j].act;
+      if (segs[j].act != nullptr && segs[j].x == s.x && segs[j].cols == s.cols) {
+        s.act = segs[j].act;
+        s.panel = segs[j].panel;
+      }
     }
-    if (s.act != nullptr) continue;
+    if (s.act != nullptr && (s.panel != nullptr || !wants_panels(s))) continue;
+    if (s.act != nullptr) {  // shared activations without panels (the other kernel had none)
+      s.panel = BuildPanels(s.act, n, s.cols, &next, panels, &panels_used);
+      continue;
+    }
     const std::int64_t nb = s.cols / 32;
     s.act = &acts[used];
     for (std::int64_t t = 0; t < n; ++t) {
@@ -235,17 +288,26 @@ void PrepareSegmentActs(Segment* segs, int n_segs, std::int64_t n, std::vector<A
       s.prepare(s.x + t * s.cols, s.cols, q, qabs, qneg, d, sum8);
       acts[used++] = ActQ8{q, qabs, qneg, d, sum8};
     }
+    if (wants_panels(s)) s.panel = BuildPanels(s.act, n, s.cols, &next, panels, &panels_used);
   }
 }
 
 void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64_t n,
                  core::ThreadPool* pool) {
   thread_local std::vector<ActQ8> acts;
-  if (n <= kActTokens) {
-    PrepareSegmentActs(segs, n_segs, n, acts);
-  } else {
-    for (int i = 0; i < n_segs; ++i) segs[i].vec_act = segs[i].vec_act_up = nullptr;
+  thread_local std::vector<ActPanel> panels;
+  if (n > kActTokens) {
+    // A prefill: the batched integer-dot kernels where every product of the segment has one
+    // (up to kPanelPrefillTokens, the micro-batch), else the f32 GEMM.
+    for (int i = 0; i < n_segs; ++i) {
+      Segment& s = segs[i];
+      const bool batched = n <= kPanelPrefillTokens && (s.vec_act == nullptr || s.mul_act != nullptr) &&
+                           (s.vec_act_up == nullptr || s.mul_act_up != nullptr) &&
+                           (s.vec_act != nullptr || s.vec_act_up != nullptr);
+      if (!batched) s.vec_act = s.vec_act_up = nullptr;
+    }
   }
+  PrepareSegmentActs(segs, n_segs, n, acts, panels);
   std::int64_t total_rows = 0;
   std::size_t max_row_bytes = 0;
   for (int i = 0; i < n_segs; ++i) {
@@ -266,7 +328,8 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
     for (int i = 0; i < n_segs; ++i) row_chunks += CeilDiv(segs[i].rows, chunk_rows);
     if (row_chunks < want_chunks) {
       const std::int64_t token_chunks = CeilDiv(want_chunks, row_chunks);
-      chunk_tokens = std::max(kMulChunkTokens, CeilDiv(n, token_chunks));
+      // Token chunks start on panel boundaries (kMulChunkTokens is a multiple of 16).
+      chunk_tokens = RoundUp(std::max(kMulChunkTokens, CeilDiv(n, token_chunks)), kPanelTokens);
     }
   }
   std::int64_t row_chunks = 0;
@@ -304,6 +367,7 @@ Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* 
   Segment s{table.mat_vec[kind], table.mat_mul[kind], w.data, w.row_bytes(), w.rows, w.cols, x, y};
   if (MatVecFn fast = FastDotKernel(table, w.type)) s.vec = fast;
   s.vec_act = FastDotActKernel(table, w.type, &s.prepare);
+  if (s.vec_act != nullptr) s.mul_act = FastDotBatchKernel(table, w.type);
   s.epilogue = epilogue;
   return s;
 }
@@ -374,6 +438,7 @@ bool MatMulGated(const KernelTable& table, SwiGluFn gated, const WeightView& gat
   s.w_up = u.w;
   s.row_bytes_up = u.row_bytes;
   s.vec_act_up = u.vec_act;
+  s.mul_act_up = u.mul_act;
   if (s.prepare == nullptr) s.prepare = u.prepare;
   // Each projection picks its kernel in Product; both read the one prepared input.
   RunSegments(table, &s, 1, n, pool);

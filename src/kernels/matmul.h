@@ -33,9 +33,11 @@ struct WeightView {
 
 void MatVec(const WeightView& w, const float* x, float* y, core::ThreadPool* pool);
 
-// Decode (MatVec) with the CPU's low-precision dot products where it has them: Q8_0, Q4_0 and
-// Q5_0 weights with int8 dots (AVX-512 VNNI vpdpbusd; the activations are quantized to Q8_0 per 32
-// values once per pass, as llama.cpp does) and BF16 weights with bf16 x bf16 dots (AVX512-BF16
+// Decode (MatVec; and with AVX-512 VNNI, decode batches and prefill chunks of up to 512 tokens
+// through the batched kernels) with the CPU's low-precision dot products where it has them: Q8_0, Q4_0, Q5_0,
+// Q4_K and Q6_K weights with int8 dots (AVX-512 VNNI vpdpbusd; the activations are quantized to
+// Q8_0 per 32 values once per pass, as llama.cpp does for Q8_0/Q4_0 - it uses one scale per 256
+// for K-quants, we keep the finer 32) and BF16 weights with bf16 x bf16 dots (AVX512-BF16
 // vdpbf16ps; the activations are rounded to bf16). Results differ from the exact f32 path by
 // that rounding (about 1e-3 of a dot's scale); the default path stays exact to the
 // dequantized weights. Off by default; process-wide; the scalar table runs the scalar twins,

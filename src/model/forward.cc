@@ -129,7 +129,16 @@ Status Forward::RunOne(kv::SequenceKv* kv, std::span<const std::int32_t> tokens,
   chunk.tokens = tokens;
   chunk.logits = logits;
   ForwardChunk chunks[1] = {chunk};
-  return Run(chunks);
+  if (static_cast<std::int64_t>(tokens.size()) <= kMicroBatchTokens) return Run(chunks);
+  SG_RETURN_IF_ERROR(Validate(chunks));
+  SG_RETURN_IF_ERROR(kv->Reserve(kv->n_tokens() + static_cast<std::int64_t>(tokens.size())));
+  for (std::size_t at = 0; at < tokens.size(); at += kMicroBatchTokens) {
+    const std::size_t len = std::min<std::size_t>(kMicroBatchTokens, tokens.size() - at);
+    chunks[0].tokens = tokens.subspan(at, len);
+    chunks[0].logits = at + len == tokens.size() ? logits : nullptr;
+    SG_RETURN_IF_ERROR(Run(chunks));
+  }
+  return Status::Ok();
 }
 
 Status Forward::Run(std::span<ForwardChunk> chunks) {

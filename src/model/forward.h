@@ -70,8 +70,15 @@ class Forward {
   // by its token count and its logits are filled.
   Status Run(std::span<ForwardChunk> chunks);
   // Run of one chunk without hooks: feeds `tokens` to `kv` (a prefill, or one decode step);
-  // `logits` may be null.
+  // `logits` (last token) may be null. A prompt of more than kMicroBatchTokens runs as
+  // consecutive micro-batches of that many tokens (as llama.cpp's n_ubatch), so the activation
+  // scratch, and with it the peak RSS of a long prefill, is sized by the micro-batch: the same
+  // logits as one chunk (every product is computed the same way whatever the batch), validated
+  // and KV reserved for the whole prompt first, so an error changes nothing.
+  static constexpr std::int64_t kMicroBatchTokens = 512;
   Status RunOne(kv::SequenceKv* kv, std::span<const std::int32_t> tokens, std::vector<float>* logits);
+  // Tokens the activation scratch holds now (its high-water mark).
+  std::int64_t scratch_tokens() const { return scratch_tokens_; }
 
  private:
   Status Validate(std::span<ForwardChunk> chunks) const;

@@ -13,8 +13,9 @@ void EngineOptions::AddFlags(CLI::App& cmd) {
   cmd.add_option("--block-tokens", block_tokens, "tokens per KV block")->capture_default_str();
   cmd.add_option("--ctx", ctx, "context length (0 = the model's)")->capture_default_str();
   cmd.add_flag("--fast-dot,!--exact-dot", fast_dot,
-               "decode with AVX-512 VNNI int8 (Q8_0, Q4_0) and AVX512-BF16 (BF16) dot products "
-               "where present (the default; --exact-dot: f32 dots of the exact weights)")
+               "decode with int8 dot products (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K; AVX-512 VNNI, else AVX2) "
+               "and AVX512-BF16 (BF16) where present (the default; --exact-dot: f32 dots of the "
+               "exact weights)")
       ->capture_default_str();
 }
 

@@ -83,6 +83,19 @@ TEST_P(ForwardTest, ChunkedPrefillEqualsOneShotAndTokenByToken) {
   EXPECT_LT(MaxDiff(whole, RunInPieces(tokens, 1)), 1e-5);
 }
 
+// A long prompt through RunOne runs in micro-batches: the scratch stays at the micro-batch and
+// the logits are those of the prompt as one chunk.
+TEST_P(ForwardTest, LongPromptRunsInMicroBatchesWithTheSameLogits) {
+  const auto tokens = Tokens(1100, 2);
+  kv::SequenceKv seq(blocks_.get());
+  std::vector<float> logits;
+  ASSERT_TRUE(forward_->RunOne(&seq, tokens, &logits).ok());
+  EXPECT_EQ(seq.n_tokens(), 1100);
+  EXPECT_EQ(forward_->scratch_tokens(), Forward::kMicroBatchTokens);
+  EXPECT_LT(MaxDiff(logits, RunInPieces(tokens, tokens.size())), 1e-5);
+  EXPECT_GT(forward_->scratch_tokens(), Forward::kMicroBatchTokens);  // the one-chunk run grew it
+}
+
 TEST_P(ForwardTest, BatchedDecodeEqualsSeparateSequences) {
   // Three sequences with different prompt lengths decode one token each in one batch.
   const int lens[] = {5, 17, 33};

@@ -30,7 +30,7 @@ struct GoldenCase {
   const char* golden;  // relative to SMARTGEN_SHARED_DIR
   double tol;          // max |logit diff|
   bool relative;       // tol is relative to max |logit| of the position
-  // kernels::SetFastDot: Q8_0 / Q4_0 decode with int8 activations, BF16 with bf16 ones (what
+  // kernels::SetFastDot: Q8_0 / Q4_0 / Q5_0 / Q4_K / Q6_K decode with int8 activations, BF16 with bf16 ones (what
   // smartgen run / bench engine use by default); the exact cases keep the f32 path.
   bool fast_dot = false;
 };
@@ -68,6 +68,8 @@ const GoldenCase kCases[] = {
     {"q_q4_k_m_fastdot_llamacpp", "golden/quant/tiny-llama-q-q4_k_m.gguf", "golden/quant/tiny-llama-q-q4_k_m.json", 5e-2, false, true},
     {"w192_q4_k_m_fastdot_llamacpp", "golden/quant2/tiny-llama-w192-q4_k_m.gguf", "golden/quant2/tiny-llama-w192-q4_k_m.json", 6e-2, false, true},
     {"q_q6_k_llamacpp", "golden/quant/tiny-llama-q-q6_k.gguf", "golden/quant/tiny-llama-q-q6_k.json", 5e-2, false},
+    // Q6_K (and Q4_K below) decode with int8 activations (VNNI where present).
+    {"q_q6_k_fastdot_llamacpp", "golden/quant/tiny-llama-q-q6_k.gguf", "golden/quant/tiny-llama-q-q6_k.json", 5e-2, false, true},
     // quant2 (../shared/golden/quant2/README.md): every further llama-quantize type, and the
     // 192-wide model whose Q4_K_M / Q5_K_M files fall back to Q5_0 / Q5_1 / Q8_0. An exact
     // f32 engine: 1e-5 against the float64 reference, 6e-2 against llama.cpp.
@@ -92,6 +94,7 @@ const GoldenCase kCases[] = {
     {"q2_q3_k_s_llamacpp", "golden/quant2/tiny-llama-q-q3_k_s.gguf", "golden/quant2/tiny-llama-q-q3_k_s.json", 6e-2, false},
     {"q2_q3_k_m_llamacpp", "golden/quant2/tiny-llama-q-q3_k_m.gguf", "golden/quant2/tiny-llama-q-q3_k_m.json", 6e-2, false},
     {"q2_q4_k_s_llamacpp", "golden/quant2/tiny-llama-q-q4_k_s.gguf", "golden/quant2/tiny-llama-q-q4_k_s.json", 6e-2, false},
+    {"q2_q4_k_s_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q4_k_s.gguf", "golden/quant2/tiny-llama-q-q4_k_s.json", 6e-2, false, true},
     {"q2_q5_k_s_llamacpp", "golden/quant2/tiny-llama-q-q5_k_s.gguf", "golden/quant2/tiny-llama-q-q5_k_s.json", 6e-2, false},
     {"q2_q5_k_m_llamacpp", "golden/quant2/tiny-llama-q-q5_k_m.gguf", "golden/quant2/tiny-llama-q-q5_k_m.json", 6e-2, false},
     {"q2_iq4_nl_llamacpp", "golden/quant2/tiny-llama-q-iq4_nl.gguf", "golden/quant2/tiny-llama-q-iq4_nl.json", 6e-2, false},

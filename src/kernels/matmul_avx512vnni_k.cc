@@ -1,0 +1,163 @@
+// Q4_K and Q6_K x Q8_0 GEMVs with AVX-512 VNNI (vpdpbusd), behind kernels::SetFastDot
+// (matmul.h), on activations prepared once per pass (ActQ8, kernel_table.h). Twins:
+// scalar::MatVecQ4_KAct, MatVecQ6_KAct (fast_dot_k.cc), which state the formulas. Every 64
+// weights of a super-block are rebuilt as bytes in element order with a few vector operations
+// (no widening to f32), dotted with the 64 matching activations in one vpdpbusd, and the 16
+// int32 lanes scaled by their sub-block's (d * sc) * d_x in one FMA; the sub-block scales of a
+// row's super-block are decoded once, as one vector. Compiled with -mavx512vnni; chosen only
+// when the CPU has it (FastDotActKernel).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernel_table.h"
+
+namespace smartgen::kernels::internal::avx512vnni {
+namespace {
+
+constexpr int kQK = 256;         // elements per super-block
+constexpr int kQ4KBytes = 144;   // d, dmin, scales[12], qs[128]
+constexpr int kQ6KBytes = 210;   // ql[128], qh[64], scales[16], d
+constexpr int kPrefetchRows = 12;  // as the other GEMVs
+
+float HalfAt(const std::byte* p) {
+  std::uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+void Prefetch(const std::byte* blk, std::size_t row_bytes, int bytes) {
+  for (int off = 0; off < bytes; off += 64) __builtin_prefetch(blk + kPrefetchRows * row_bytes + off, 0, 3);
+}
+
+// The 8 six-bit scales and 8 mins of a Q4_K block (scales at p, 12 bytes; 16 are read) as bytes
+// [sc0..sc7, m0..m7]: quant.h's Q4KScaleMin for all j at once, one 32-bit word per four fields.
+__m128i ScalesMinsQ4K(const std::byte* p) {
+  const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  constexpr int k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
+  // [w0 & k6, w2 & k4, w1 & k6, (w2 >> 4) & k4] | [0, ((w0 >> 6) & k2) << 4, 0, ((w1 >> 6) & k2) << 4]
+  __m128i a = _mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0));
+  a = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)), _mm_setr_epi32(k6, k4, k6, k4));
+  __m128i b = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0));
+  b = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(b, 6), _mm_setr_epi32(0, k2, 0, k2)), 4);
+  return _mm_or_si128(a, b);
+}
+
+template <int R>
+void RowsQ4K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x, float* y) {
+  const __m512i zero = _mm512_setzero_si512(), low4 = _mm512_set1_epi8(0x0F);
+  // Lanes 0-7 of a dot of 64 weights (group g) are sub-block 2g, lanes 8-15 sub-block 2g + 1.
+  __m512i pick[4];
+  for (int g = 0; g < 4; ++g) {
+    pick[g] = _mm512_set_epi32(2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g + 1,
+                               2 * g + 1, 2 * g, 2 * g, 2 * g, 2 * g, 2 * g, 2 * g, 2 * g, 2 * g);
+  }
+  __m512 acc[R], mins[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps(), mins[i] = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < nsb; ++b) {
+    // [d_x of the 8 activation blocks, their sums xsum = sum8 / 8].
+    const __m512 ax = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(x.d + 8 * b)),
+                                         _mm256_mul_ps(_mm256_loadu_ps(x.sum8 + 8 * b), _mm256_set1_ps(0.125f)), 1);
+    __m512i xq[4];
+    for (int g = 0; g < 4; ++g) xq[g] = _mm512_loadu_si512(x.q + b * kQK + 64 * g);
+    for (int i = 0; i < R; ++i) {
+      const std::byte* blk = w + i * row_bytes + b * kQ4KBytes;
+      Prefetch(blk, row_bytes, kQ4KBytes);
+      // Lanes 0-7: (d sc_j) d_x_j; lanes 8-15: (dmin m_j) xsum_j.
+      const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(HalfAt(blk)), _mm256_set1_ps(HalfAt(blk + 2)), 1);
+      const __m512 f = _mm512_mul_ps(
+          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ScalesMinsQ4K(blk + 4))), dd), ax);
+      mins[i] = _mm512_add_ps(mins[i], f);  // lanes 8-15 are the ones read
+      __m512 a = acc[i];
+      for (int g = 0; g < 4; ++g) {
+        // qs[32 g + l]: low nibble element 64 g + l, high nibble element 64 g + 32 + l.
+        const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * g));
+        const __m512i v = _mm512_and_si512(
+            _mm512_inserti64x4(_mm512_castsi256_si512(qs), _mm256_srli_epi16(qs, 4), 1), low4);
+        const __m512i dot = _mm512_dpbusd_epi32(zero, v, xq[g]);
+        a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick[g], f), a);
+      }
+      acc[i] = a;
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    y[i] = _mm512_reduce_add_ps(acc[i]) - _mm512_mask_reduce_add_ps(0xFF00, mins[i]);
+  }
+}
+
+template <int R>
+void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x, float* y) {
+  const __m512i zero = _mm512_setzero_si512(), low4 = _mm512_set1_epi8(0x0F);
+  const __m512i bits45 = _mm512_set1_epi8(0x30), off32 = _mm512_set1_epi8(32);
+  // Sub-block (of 16) j's scale for activation block j / 2; a dot of elements [64 v, 64 v + 64)
+  // has lane i in sub-block 4 v + i / 4.
+  const __m512i halves = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+  __m512i pick[4];
+  for (int v = 0; v < 4; ++v) {
+    const int j = 4 * v;
+    pick[v] = _mm512_set_epi32(j + 3, j + 3, j + 3, j + 3, j + 2, j + 2, j + 2, j + 2, j + 1, j + 1, j + 1,
+                               j + 1, j, j, j, j);
+  }
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < nsb; ++b) {
+    const __m512 dx = _mm512_permutexvar_ps(halves, _mm512_castps256_ps512(_mm256_loadu_ps(x.d + 8 * b)));
+    __m512i xa[4];
+    __mmask64 neg[4];
+    for (int v = 0; v < 4; ++v) {
+      xa[v] = _mm512_loadu_si512(x.qabs + b * kQK + 64 * v);
+      neg[v] = static_cast<__mmask64>(x.qneg[8 * b + 2 * v]) |
+               (static_cast<__mmask64>(x.qneg[8 * b + 2 * v + 1]) << 32);
+    }
+    for (int i = 0; i < R; ++i) {
+      const std::byte* blk = w + i * row_bytes + b * kQ6KBytes;
+      Prefetch(blk, row_bytes, kQ6KBytes);
+      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
+      const __m512 s = _mm512_mul_ps(
+          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)), _mm512_set1_ps(HalfAt(blk + 208))), dx);
+      __m512 a = acc[i];
+      for (int n = 0; n < 2; ++n) {
+        const __m512i ql = _mm512_loadu_si512(blk + 64 * n);
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * n));
+        // Bits 0-1 (4-5) of byte l: quarter 0 (2) in the low half, quarter 1 (3) in the high half.
+        const __m512i qhh = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+        const __m512i v01 = _mm512_or_si512(_mm512_and_si512(ql, low4),
+                                            _mm512_and_si512(_mm512_slli_epi16(qhh, 4), bits45));
+        const __m512i v23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                                            _mm512_and_si512(qhh, bits45));
+        for (int k = 0; k < 2; ++k) {
+          const int v = 2 * n + k;
+          __m512i q = _mm512_sub_epi8(k == 0 ? v01 : v23, off32);
+          q = _mm512_mask_sub_epi8(q, neg[v], zero, q);  // weights take the activations' signs
+          const __m512i dot = _mm512_dpbusd_epi32(zero, xa[v], q);
+          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick[v], s), a);
+        }
+      }
+      acc[i] = a;
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i] = _mm512_reduce_add_ps(acc[i]);
+}
+
+}  // namespace
+
+void MatVecQ4_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
+                std::int64_t r0, std::int64_t r1) {
+  const std::int64_t nsb = cols / kQK;
+  const auto* base = static_cast<const std::byte*>(w);
+  std::int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) RowsQ4K<4>(base + r * row_bytes, row_bytes, nsb, x, y + r);
+  for (; r < r1; ++r) RowsQ4K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r);
+}
+
+void MatVecQ6_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
+                std::int64_t r0, std::int64_t r1) {
+  const std::int64_t nsb = cols / kQK;
+  const auto* base = static_cast<const std::byte*>(w);
+  std::int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) RowsQ6K<4>(base + r * row_bytes, row_bytes, nsb, x, y + r);
+  for (; r < r1; ++r) RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r);
+}
+
+}  // namespace smartgen::kernels::internal::avx512vnni
