@@ -63,6 +63,10 @@ TEST_F(KvBinding, APrefillNodeWithTheTokenButNotTheTicketCannotInjectKvBeforeThe
       testing::ReferenceTokens(BindConfig("x").model_path, kVictimPrompt, max_tokens);
   for (TransferMode mode : {TransferMode::kLayerwise, TransferMode::kFull}) {
     SCOPED_TRACE(TransferModeName(mode));
+    // The previous iteration's request may still be leaving the registry: wait, so that the
+    // count of 1 below is this victim (else the attacker's PrefillStarted can arrive before the
+    // victim is registered, and is dropped as a message for an unknown request).
+    ASSERT_TRUE(testing::WaitUntil([&] { return decode_->active_requests() == 0; }, core::Seconds(5)));
     const RequestId id = RequestId::Random();
     const KvTicket ticket = KvTicket::Random();
     const double refused_before =
