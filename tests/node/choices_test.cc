@@ -4,6 +4,8 @@
 // equals the one-choice request with seed + i, so the choices differ and are reproducible.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -208,6 +210,58 @@ TEST_F(Choices, SampledChoicesDifferAreReproducibleAndEachIsTheRequestWithItsSee
       auto one = Run(mode, prompt, kTokens, 1, seeded, options);
       ASSERT_TRUE(one.ok()) << one.status().ToString();
       EXPECT_EQ(a->tokens[i], one->tokens[0]) << "choice " << i;
+    }
+  }
+}
+
+// A measurement, not a check (docs/RESULTS.md): TTST of each choice at the router, n = 1 and
+// n = 3, full and SmartGen (defaults) over an emulated link of SMARTGEN_CHOICES_GBPS Gbit/s
+// (default 0.1), a prompt of 2048 tokens. Prints one JSON line per request.
+//   build-cc/tests/node/node_test --gtest_also_run_disabled_tests \
+//     --gtest_filter='ChoicesTtst.DISABLED_PerChoiceTtst'
+TEST(ChoicesTtst, DISABLED_PerChoiceTtst) {
+  const char* env = std::getenv("SMARTGEN_CHOICES_GBPS");
+  const double gbps = env ? std::atof(env) : 0.1;
+  NodeConfig pc = testing::SmallNodeConfig("prefill", kChoicesModelSeed);
+  pc.link_gbps = gbps;
+  pc.warmup_tokens = 2048;
+  auto p = PrefillNode::Create(pc);
+  ASSERT_TRUE(p.ok() && (*p)->Start().ok());
+  auto d = DecodeNode::Create(testing::SmallNodeConfig("decode", kChoicesModelSeed));
+  ASSERT_TRUE(d.ok() && (*d)->Start().ok());
+  RouterConfig rc;
+  rc.model_path = testing::SmallModelPath(kChoicesModelSeed);
+  rc.prefill_nodes = {"127.0.0.1:" + std::to_string((*p)->http_port())};
+  rc.decode_nodes = {"127.0.0.1:" + std::to_string((*d)->http_port())};
+  auto router = Router::Create(rc);
+  ASSERT_TRUE(router.ok());
+  const auto prompt = ChoicesPrompt(2048, 5);
+  for (int rep = 0; rep < 3; ++rep) {
+    for (const char* mode : {"full", "smartgen"}) {
+      for (int n : {1, 3}) {
+        RouteRequest rq = testing::TestRequest(mode, prompt, 8);
+        rq.spec.n = n;
+        std::vector<std::vector<core::Nanos>> at(static_cast<std::size_t>(n));
+        auto r = (*router)->Generate(
+            rq, Router::ChoiceSink([&](int c, std::int32_t, const model::TokenLogprobs*) {
+              at[static_cast<std::size_t>(c)].push_back(core::NowNanos());
+              return true;
+            }));
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        json ttst = json::array();
+        for (const auto& times : at)
+          ttst.push_back(times.size() > 1 ? core::ToMillis(times[1] - times[0]) : -1.0);
+        const json& st = r->stats;
+        std::printf("%s\n", json{{"mode", mode},
+                                 {"n", n},
+                                 {"gbps", gbps},
+                                 {"ttst_ms", ttst},
+                                 {"prefill_ms", st["prefill"].value("prefill_ms", 0.0)},
+                                 {"kv_bytes", st["prefill"]["stats"].value("kv_bytes", 0.0)},
+                                 {"time_to_exact_ms", st.value("time_to_exact_ms", 0.0)}}
+                                .dump()
+                                .c_str());
+      }
     }
   }
 }
