@@ -12,6 +12,7 @@ using nlohmann::json;
 Readiness DecodeNode::CheckChoiceReady(const RequestPtr& self, int choice) {
   DecodeRequest& r = *self;
   std::vector<kv::BlockKey> pull;
+  bool recompute = false;
   {
     std::lock_guard<std::mutex> lock(r.mu);
     DecodeRequest::Choice& c = r.choices[static_cast<std::size_t>(choice - 1)];
@@ -32,7 +33,14 @@ Readiness DecodeNode::CheckChoiceReady(const RequestPtr& self, int choice) {
     }
     if (!r.prefill_done || !r.entry || r.local_kv || r.fallback_wanted || !started)
       return Readiness::Wait();
-    if (r.smartgen) {
+    if (r.smartgen && r.link_lost && (r.choice0_ended || !r.session_recovers) &&
+        !r.choices_recomputed && !r.entry->residency.AllPresent()) {
+      // The link is gone and choice 0's session will not recompute what is missing (it ended,
+      // or it never fetches): compute it here, once, as the session would.
+      r.choices_recomputed = true;
+      recompute = true;
+    }
+    if (r.smartgen && !recompute) {
       // The staged copies of the partial last prompt block land between steps (here as well:
       // choice 0 may have ended already).
       r.entry->staged.Apply();
@@ -54,7 +62,7 @@ Readiness DecodeNode::CheckChoiceReady(const RequestPtr& self, int choice) {
         }
       }
     }
-    if (pull.empty()) {
+    if (pull.empty() && !recompute) {
       if (!r.entry->residency.AllPresent()) return Readiness::Wait();
       // Every needed block is here exactly: the prompt's KV is final. Each choice gets its own
       // copy (its decode rows go into its own last prompt block).
@@ -62,7 +70,11 @@ Readiness DecodeNode::CheckChoiceReady(const RequestPtr& self, int choice) {
       return st.ok() ? Readiness::Go(c.first_token, c.kv.get()) : Readiness::Fail(st);
     }
   }
-  // Outside r.mu: Fetch takes it.
+  // Outside r.mu: Fetch and RecomputeMissing take it.
+  if (recompute) {
+    const Status st = RecomputeMissing(r);
+    return st.ok() ? Readiness::Wait() : Readiness::Fail(st);  // forks at the next check
+  }
   if (const Status st =
           Fetch(r, pull, transfer::WireFormat::kNative, transfer::Priority::kSpeculative);
       !st.ok()) {

@@ -158,6 +158,7 @@ void DecodeNode::OnPeerDown(transfer::PeerId peer, const Status& why) {
       WantFallback(*r, "KV link lost: " + why.ToString());
     } else if (r->smartgen && s == DecodeState::kRunning) {
       r->smartgen->OnLinkDown();  // decoding: the session recomputes what is missing
+      r->link_lost = true;        // (and n > 1 choices waiting for the KV, decode_choices.cc)
     }
   }
 }

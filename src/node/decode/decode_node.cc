@@ -207,6 +207,7 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call, std::string
     SG_RETURN_IF_ERROR(c.kv->Reserve(capacity).WithContext(fmt::format("the KV of {} choices", n)));
   }
   r->pull_rest = n > 1 && options && !options->speculative;
+  r->session_recovers = options && options->fetch_on_demand;
   if (r->call.mode == TransferMode::kColocated) {
     r->local_kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
     SG_RETURN_IF_ERROR(r->local_kv->Reserve(capacity));

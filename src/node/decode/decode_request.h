@@ -75,6 +75,11 @@ struct DecodeRequest {
   // the lowest priority once decoding starts, so the KV gets exact and the choices can fork.
   bool pull_rest = false;
   bool rest_pulled = false;
+  // The KV link went down while choice 0 decoded: what it did not bring is computed here
+  // (RecomputeMissing), by choice 0's session or, if that has ended, by the waiting choices.
+  bool link_lost = false;
+  bool session_recovers = false;  // choice 0's session fetches on demand, so it recomputes
+  bool choices_recomputed = false;
   // Per choice, as its engine job ends; the request finishes when all n have.
   int choices_done = 0;
   bool choice0_ended = false;
