@@ -78,7 +78,11 @@ void DecodeNode::StartStep() {
     const bool selective = r->kv != nullptr && !r->kv->exact();
     any_selective |= selective;
     members_.push_back({r, selective});
-    if (r->decode_steps == 0) step_extra_ += cost_->FirstTouch(r->full_kv_bytes);
+    // The KV this node wrote: the whole prompt's when it prefilled, else what it receives.
+    if (r->decode_steps == 0) {
+      step_extra_ +=
+          cost_->FirstTouch(r->mode == Mode::kColocated ? r->full_kv_bytes : r->needed_kv_bytes);
+    }
   }
   const ModelShape& s = cost_->shape();
   if (!any_selective) {

@@ -45,6 +45,8 @@ struct MeasuredRecord {
   double ratio = 0;
   double link_mbps = 0;
   Mode mode = Mode::kSmartgen;
+  std::string label;  // the record's mode label (MODE or MODE:nowindow, which sets
+                      // options.window_aware false)
   int output_tokens = 64;
   nlohmann::json options = nlohmann::json::object();  // SmartGen options of the run
   double ttft_ms = 0, ttst_ms = 0, mean_tbt_ms = 0, e2e_ms = 0, bytes_over_full = 0;
