@@ -142,6 +142,8 @@ class ClusterRun {
   }
 
   void KvChanged(SimRequest* r) {
+    if (r->kv_ready >= 0 && r->decode_node >= 0 && !r->finished())
+      decode_[r->decode_node]->BlocksLanded();
     if (r->exact >= 0 || r->kv_ready < 0 || r->kv == nullptr) return;
     if (r->kv->exact()) r->exact = queue_.now();
   }

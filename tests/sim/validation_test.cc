@@ -168,8 +168,10 @@ TEST(SimValidation, ReplaysTheRecordedSelectionsOfAStories260kRun) {
   EXPECT_LE(Err(rows[2], "mean_tbt"), 0.25) << rows[2].dump();
   EXPECT_TRUE(rows[2]["exact_agrees"].get<bool>());
   // Replaying the node's share of never-selected blocks (4.9 % per step) instead of its churn
-  // against the previous step (19.5 %, blocks that come back count as new) fetches less on
-  // demand, closer to the 29 KB the node fetched.
+  // against the previous step (19.5 %, blocks that come back count as new) never fetches more
+  // on demand. (Since the layers also wait for earlier steps' fetches still in flight, as the
+  // node's do, the steps are longer, the link-sized fetch cap with them, and both fetch about
+  // the same 38.5 KB here, against the node's 29 KB.)
   MeasuredRecord churn_only = sg;
   churn_only.selection.erase("selection_fresh_per_step");
   churn_only.selection.erase("selection_fresh");
@@ -178,7 +180,7 @@ TEST(SimValidation, ReplaysTheRecordedSelectionsOfAStories260kRun) {
   ASSERT_TRUE(churn_report.ok());
   const double fresh_od = rows[2]["simulated"]["bytes"]["on_demand"].get<double>();
   const double churn_od = (*churn_report)["records"][1]["simulated"]["bytes"]["on_demand"].get<double>();
-  EXPECT_LT(fresh_od, churn_od);
+  EXPECT_LE(fresh_od, churn_od + 512.0);  // within one block
 }
 
 TEST(SimValidation, MalformedRecordsNameTheLine) {
