@@ -147,7 +147,8 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     spec.options.mode = m.mode;
     spec.options.link.gbps = m.link_mbps / 1e3;
     spec.options.link.latency_s = options.latency_s;
-    spec.options.link.burst_bytes = -1;  // the testbed's links are shaped by the engine's bucket
+    spec.options.link.burst_bytes =
+        options.burst_bytes;  // the testbed's links: the engine's bucket
     spec.options.smartgen = options.smartgen;
     if (!m.options.empty()) {
       // The run's options over the defaults (the same keys as a request's smartgen.options).

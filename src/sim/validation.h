@@ -70,6 +70,9 @@ struct ValidationOptions {
   bool replay_selection = false; // records with selection statistics replay their own
   SmartgenSimOptions smartgen;   // the node defaults
   Seconds latency_s = 50e-6;     // loopback one way
+  // The links' token-bucket burst (LinkConfig::burst_bytes): < 0 the engine's rule (an idle
+  // link sends max(64 KiB, 5 ms at the rate) at once), 0 none.
+  double burst_bytes = -1;
   ModelShape shape;              // the model the records ran on (empty: SmolLM2-135M)
 };
 

@@ -68,6 +68,7 @@ struct SimulateCmdOptions {
   std::string out, records;
   std::vector<std::string> validate;
   std::string calibration = "recorded";
+  double burst_bytes = -1;
 };
 
 Result<sim::Hardware> LoadHardware(const SimulateCmdOptions& o, const std::string& name) {
@@ -123,6 +124,7 @@ Status RunValidate(const SimulateCmdOptions& o) {
   sim::ValidationOptions v;
   SG_ASSIGN_OR_RETURN(v.cpu, LoadHardware(o, "cpu"));
   v.replay_selection = o.selection == "replay";
+  v.burst_bytes = o.burst_bytes;
   // The model the records ran on: --gguf's metadata, else SmolLM2-135M (bench ttst's default).
   if (!o.gguf.empty()) {
     SG_ASSIGN_OR_RETURN(v.shape, sim::ModelShapeFromGguf(o.gguf));
@@ -337,6 +339,9 @@ void RegisterSimulate(CLI::App& app) {
                   "replay measured bench ttst records (JSONL files, a list) and compare")
       ->delimiter(',');
   cmd->add_option("--calibration", o->calibration, "validation: recorded | own | own-all | preset")
+      ->capture_default_str();
+  cmd->add_option("--burst-bytes", o->burst_bytes,
+                  "validation: the links' token-bucket burst (-1 = the engine's, 0 = none)")
       ->capture_default_str();
   cmd->callback([o] {
     if (int rc = ReportStatus("simulate", RunSimulate(*o))) throw CLI::RuntimeError(rc);
