@@ -1,5 +1,7 @@
 #include "select/smartgen_options.h"
 
+#include <algorithm>
+
 namespace smartgen::select {
 
 using nlohmann::json;
@@ -24,10 +26,18 @@ Status Take(const json& j, const char* key, T* out, double lo, double hi) {
 
 }  // namespace
 
-Result<SmartgenOptions> ParseSmartgenOptions(const json& j) {
+Result<SmartgenOptions> ParseSmartgenOptions(const json& j,
+                                             std::span<const std::string_view> also_read) {
   SmartgenOptions o;
   if (j.is_null()) return o;
   if (!j.is_object()) return InvalidArgument("smartgen options must be an object");
+  const json known = ToJson(o);
+  for (const auto& [key, value] : j.items()) {
+    if (known.contains(key) ||
+        std::find(also_read.begin(), also_read.end(), key) != also_read.end())
+      continue;
+    return InvalidArgument("unknown smartgen option '{}'", key);
+  }
   SG_RETURN_IF_ERROR(Take(j, "budget_fraction", &o.on_demand.budget_fraction, 0.0, 1.0));
   SG_RETURN_IF_ERROR(Take(j, "budget_blocks", &o.on_demand.budget_blocks, 0, 1 << 20));
   SG_RETURN_IF_ERROR(Take(j, "min_budget_blocks", &o.on_demand.min_budget_blocks, 0, 1 << 20));

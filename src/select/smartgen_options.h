@@ -12,8 +12,9 @@
 #pragma once
 
 #include <cstdint>
-
 #include <nlohmann/json.hpp>
+#include <span>
+#include <string_view>
 
 #include "core/result.h"
 #include "select/on_demand.h"
@@ -75,9 +76,15 @@ struct SmartgenOptions {
   bool int8_wire = false;
 };
 
+// Keys of the same options object that other parsers read (node/common/window_transfer.h).
+inline constexpr std::string_view kNodeOptionKeys[] = {"window_aware"};
+
 // Missing fields keep their defaults; wrong types or ranges are kInvalidArgument naming the
-// field; null means all defaults.
-Result<SmartgenOptions> ParseSmartgenOptions(const nlohmann::json& j);
+// field; null means all defaults. A key that is neither a SmartgenOptions field nor in
+// `also_read` (the keys other parsers of the same object read) is kInvalidArgument naming it:
+// a misspelt option must not run the default silently.
+Result<SmartgenOptions> ParseSmartgenOptions(
+    const nlohmann::json& j, std::span<const std::string_view> also_read = kNodeOptionKeys);
 nlohmann::json ToJson(const SmartgenOptions& o);
 
 }  // namespace smartgen::select

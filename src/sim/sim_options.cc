@@ -59,8 +59,10 @@ Result<SmartgenSimOptions> ParseSmartgenSimOptions(const nlohmann::json& j) {
   SmartgenSimOptions o;
   if (j.is_null()) return o;
   if (!j.is_object()) return InvalidArgument("smartgen options must be a JSON object");
-  // The node's keys, by the node's parser (it ignores the simulator's own below).
-  SG_ASSIGN_OR_RETURN(static_cast<select::SmartgenOptions&>(o), select::ParseSmartgenOptions(j));
+  // The node's keys, by the node's parser; the simulator's own are read below.
+  static constexpr std::string_view kSimKeys[] = {"window_aware", "proactive_rate", "wait"};
+  SG_ASSIGN_OR_RETURN(static_cast<select::SmartgenOptions&>(o),
+                      select::ParseSmartgenOptions(j, kSimKeys));
   if (j.contains("proactive_rate")) {
     const nlohmann::json& w = j["proactive_rate"];
     if (w == "configured") {

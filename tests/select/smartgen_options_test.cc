@@ -57,5 +57,21 @@ TEST(SmartgenOptions, RejectsWrongTypesAndRangesNamingTheField) {
   EXPECT_NE(o.status().ToString().find("wait_share"), std::string::npos);
 }
 
+// A misspelt key is refused by name (it would otherwise run the default silently); the keys
+// another parser of the same object reads pass.
+TEST(SmartgenOptions, RejectsUnknownKeysButNotTheOnesOtherParsersRead) {
+  auto o = ParseSmartgenOptions(nlohmann::json::parse(R"({"fetch_on_demand": false})"));
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(o.status().ToString().find("fetch_on_demand"), std::string::npos);
+  EXPECT_TRUE(
+      ParseSmartgenOptions(nlohmann::json::parse(R"({"window_aware": false, "on_demand": false})"))
+          .ok());
+  static constexpr std::string_view kMine[] = {"mine"};
+  EXPECT_TRUE(ParseSmartgenOptions(nlohmann::json::parse(R"({"mine": 1})"), kMine).ok());
+  EXPECT_FALSE(
+      ParseSmartgenOptions(nlohmann::json::parse(R"({"window_aware": false})"), kMine).ok());
+}
+
 }  // namespace
 }  // namespace smartgen::select

@@ -149,6 +149,21 @@ TEST_F(HttpDeployment, EveryModeGivesTheSameTokensThroughCurlAndSse) {
   EXPECT_EQ(reply.body_json["usage"]["prompt_tokens"], 200);
 }
 
+// A misspelt or wrongly typed SmartGen option is a 400 naming it, never the defaults run
+// silently; the deployment serves the next request.
+TEST_F(HttpDeployment, AMisspeltSmartgenOptionIs400NamingIt) {
+  for (const json& bad : {json{{"fetch_on_demand", false}}, json{{"budget_fraction", "all"}}}) {
+    const auto reply = testing::PostJson(server_->port(), "/v1/completions",
+                                         Body(Prompt(40, 3), 4, "smartgen", false, bad));
+    EXPECT_EQ(reply.status, 400) << reply.body;
+    EXPECT_NE(reply.body.find(bad.begin().key()), std::string::npos) << reply.body;
+  }
+  const auto ok =
+      testing::PostJson(server_->port(), "/v1/completions",
+                        Body(Prompt(40, 3), 4, "smartgen", false, json{{"on_demand", true}}));
+  EXPECT_EQ(ok.status, 200) << ok.body;
+}
+
 TEST_F(HttpDeployment, ThirtyTwoConcurrentStreamsAreEachAnsweredOnce) {
   constexpr int kClients = 32, kTokens = 8;
   const char* modes[] = {"colocated", "full", "layerwise", "smartgen"};
