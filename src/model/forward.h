@@ -40,6 +40,9 @@ class AttentionOverride {
   // q: [n_heads][head_dim] post-RoPE queries of the token at `pos` in `layer`; the token's own
   // K/V row is already in the cache. Writes out[n_heads][head_dim]. An error aborts the pass.
   virtual Status Attend(int layer, const float* q, std::int64_t pos, float* out) = 0;
+  // True once the override has nothing left to do (its sequence holds the KV it needs): the
+  // caller may drop it and attend densely, as for any other sequence.
+  virtual bool Done() const { return false; }
 };
 
 struct ForwardChunk {

@@ -52,15 +52,12 @@ class ClusterRun {
       r->prompt_tokens = workload[i].prompt_tokens;
       r->output_tokens = std::max(1, workload[i].output_tokens);
       r->block_bytes = block_bytes;
-      // Whole blocks cross the link (the last block of a prompt is padded).
-      const std::int64_t bt = spec_.options.block_tokens;
-      const std::int64_t padded = (r->prompt_tokens + bt - 1) / bt * bt;
-      double kv = 0;
-      for (int l = 0; l < spec_.model.n_layers; ++l) {
-        kv += spec_.model.Sliding(l) ? spec_.model.LayerKvBytes(l, r->prompt_tokens)
-                                     : spec_.model.LayerKvBytes(l, padded);
-      }
-      r->full_kv_bytes = kv;
+      // Whole blocks cross the link (the last block of a prompt is padded); a sliding-window
+      // layer needs only the blocks of its window (the nodes' select::PromptNeededBlocks).
+      r->needed = NeededBlocksFor(spec_.model, spec_.options.block_tokens, r->prompt_tokens,
+                                  spec_.options.smartgen.window_aware);
+      r->full_kv_bytes = static_cast<double>(r->needed.grid.total()) * block_bytes;
+      r->needed_kv_bytes = static_cast<double>(r->needed.Total()) * block_bytes;
       SimRequest* raw = r.get();
       queue_.At(r->arrival, [this, raw] { Arrive(raw); });
       out.requests.push_back(std::move(r));
@@ -110,9 +107,11 @@ class ClusterRun {
     r->prefill_node = p;
     r->link = LinkFor(p, d);
     if (mode == Mode::kAuto) {
-      // The router's rule (select/auto_mode.h), on the link's rate and the node's estimate.
-      const select::AutoDecision d = select::ChooseAutoMode(
-          r->full_kv_bytes, r->link->bytes_per_second(), prefill_[p]->EstimatePrefill(r->prompt_tokens) * 1e3);
+      // The router's rule (select/auto_mode.h), on what layerwise would move (the needed
+      // blocks), the link's rate and the node's estimate.
+      const select::AutoDecision d =
+          select::ChooseAutoMode(r->needed_kv_bytes, r->link->bytes_per_second(),
+                                 prefill_[p]->EstimatePrefill(r->prompt_tokens) * 1e3);
       mode = d.choice == select::AutoChoice::kLayerwise ? Mode::kLayerwise : Mode::kSmartgen;
     }
     r->mode = mode;
@@ -143,6 +142,8 @@ class ClusterRun {
   }
 
   void KvChanged(SimRequest* r) {
+    if (r->kv_ready >= 0 && r->decode_node >= 0 && !r->finished())
+      decode_[r->decode_node]->BlocksLanded();
     if (r->exact >= 0 || r->kv_ready < 0 || r->kv == nullptr) return;
     if (r->kv->exact()) r->exact = queue_.now();
   }

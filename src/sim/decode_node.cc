@@ -78,7 +78,11 @@ void DecodeNode::StartStep() {
     const bool selective = r->kv != nullptr && !r->kv->exact();
     any_selective |= selective;
     members_.push_back({r, selective});
-    if (r->decode_steps == 0) step_extra_ += cost_->FirstTouch(r->full_kv_bytes);
+    // The KV this node wrote: the whole prompt's when it prefilled, else what it receives.
+    if (r->decode_steps == 0) {
+      step_extra_ +=
+          cost_->FirstTouch(r->mode == Mode::kColocated ? r->full_kv_bytes : r->needed_kv_bytes);
+    }
   }
   const ModelShape& s = cost_->shape();
   if (!any_selective) {
@@ -94,7 +98,6 @@ void DecodeNode::StartStep() {
     queue_->After(t, [this] { EndStep(); });
     return;
   }
-  outstanding_.assign(s.n_layers, 0);
   predicted_.assign(members_.size(), std::vector<LayerDemand>(s.n_layers));
   StartLayer(0);
 }
@@ -102,25 +105,19 @@ void DecodeNode::StartStep() {
 void DecodeNode::Fetch(SimRequest* r, int layer, double blocks) {
   if (blocks <= 0) return;
   r->kv->Requested(layer, blocks);
-  ++outstanding_[layer];
-  const std::uint64_t step = steps_;
   const double bytes = blocks * r->block_bytes;
   r->bytes[static_cast<int>(Path::kOnDemand)] += bytes;
   Link* link = r->link;
   // The request crosses to the prefill node (one way), the blocks come back on the link.
-  queue_->After(link->config().latency_s, [this, r, layer, blocks, bytes, step, link] {
+  queue_->After(link->config().latency_s, [this, r, layer, blocks, bytes, link] {
     if (r->finished()) {  // the request ended before its pull reached the prefill node
       r->bytes[static_cast<int>(Path::kOnDemand)] -= bytes;
       return;
     }
     // Recorded with the pushes: what is still queued when the request ends is cancelled.
-    const std::uint64_t id = link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks, step] {
+    const std::uint64_t id = link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks] {
       r->kv->Landed(layer, blocks);
-      hooks_.kv_changed(r);
-      if (step == steps_ && busy_) {
-        --outstanding_[layer];
-        if (layer == layer_) TryFinishLayer();
-      }
+      hooks_.kv_changed(r);  // the cluster calls BlocksLanded
     });
     r->pushes.push_back({Path::kOnDemand, id});
   });
@@ -129,6 +126,7 @@ void DecodeNode::Fetch(SimRequest* r, int layer, double blocks) {
 void DecodeNode::StartLayer(int layer) {
   layer_ = layer;
   ++layer_id_;
+  layer_open_ = true;
   compute_done_ = deadline_passed_ = false;
   layer_start_ = queue_->now();
   const ModelShape& s = cost_->shape();
@@ -196,15 +194,28 @@ void DecodeNode::StartLayer(int layer) {
   }
 }
 
+void DecodeNode::BlocksLanded() {
+  if (busy_ && layer_open_) TryFinishLayer();
+}
+
+bool DecodeNode::Awaiting(int layer) const {
+  if (!options_->smartgen.fetch_on_demand) return false;  // nothing is awaited (the node's rule)
+  for (const Member& m : members_) {
+    if (m.selective && m.r->kv->selective(layer) && m.r->kv->in_flight(layer) > 1e-6) return true;
+  }
+  return false;
+}
+
 void DecodeNode::TryFinishLayer() {
-  if (!compute_done_) return;
-  if (outstanding_[layer_] > 0 && !deadline_passed_) return;
+  if (!layer_open_ || !compute_done_) return;
+  if (!deadline_passed_ && Awaiting(layer_)) return;
   FinishLayer();
 }
 
 void DecodeNode::FinishLayer() {
   const int layer = layer_;
   ++layer_id_;  // stale timers of this layer are ignored from here on
+  layer_open_ = false;
   step_stall_ += std::max(0.0, queue_->now() - layer_start_ - layer_compute_);
   for (const Member& m : members_) {
     if (m.selective && m.r->kv->selective(layer)) m.r->absent_at_deadline += m.r->kv->in_flight(layer);

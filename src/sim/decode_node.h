@@ -10,10 +10,13 @@
 // is missing, at most select::FetchCapBlocks, in one on-demand batch on its link, after the
 // request's one-way trip to the prefill node; with next-layer prediction (predict_next and
 // SelectionStats::predictor_hit >= 0.5) that share of layer l+1's fetch is posted at layer l.
-// The layer ends when its compute is done and every fetch of the layer landed, or when the
+// The layer ends when its compute is done and nothing it awaits is on the wire, or when the
 // node's wait bound (select::LayerWaitBoundMs on the request's step figures; the first step
-// until first_wait_ms after PrefillDone) has passed beyond the compute. Late blocks land later
-// and are used from that step on. wait_bound_ms >= kWaitUntilLandedMs: until landed.
+// until first_wait_ms after PrefillDone) has passed beyond the compute. Awaited, as the node's
+// SmartgenSession awaits every selected block that is requested or pushed to it: the layer's
+// requested blocks still in flight (this step's fetches, earlier steps' and the prefill node's
+// first-step push, which step 1 selects). Late blocks land later and are used from that step
+// on. wait_bound_ms >= kWaitUntilLandedMs: until landed.
 // At the end of a step every sequence in the batch emits a token. The first step of a
 // sequence pays CostModel::FirstTouch over its KV.
 //
@@ -42,6 +45,9 @@ class DecodeNode {
   DecodeNode(int index, EventQueue* queue, const CostModel* cost, const ClusterOptions* options,
              const SelectionStats* stats, Hooks hooks);
 
+  // Blocks of a request decoding here landed (on-demand or the prefill node's first step): a
+  // layer waiting for them may end.
+  void BlocksLanded();
   // A colocated request: prefill here, then decode.
   void EnqueuePrefill(SimRequest* r);
   // The request's KV start condition holds: it joins the batch at the next step.
@@ -59,6 +65,7 @@ class DecodeNode {
   void StartStep();
   void StartLayer(int layer);
   void Fetch(SimRequest* r, int layer, double blocks);
+  bool Awaiting(int layer) const;  // a member's requested blocks of `layer` are in flight
   void TryFinishLayer();
   void FinishLayer();
   void EndStep();
@@ -79,9 +86,9 @@ class DecodeNode {
   std::vector<Member> members_;
   Seconds step_extra_ = 0;
   int layer_ = 0;
-  std::uint64_t layer_id_ = 0;       // increments per layer run (stale events are ignored)
-  std::vector<int> outstanding_;     // [n_layers] fetches of this step not landed
+  std::uint64_t layer_id_ = 0;  // increments per layer run (stale events are ignored)
   std::vector<std::vector<LayerDemand>> predicted_;  // [member][layer] selected by prediction
+  bool layer_open_ = false;  // a layer runs (false from its end until the next starts)
   bool compute_done_ = false, deadline_passed_ = false;
   Seconds step_start_ = 0, step_stall_ = 0;      // the running step's start and link waits
   Seconds layer_start_ = 0, layer_compute_ = 0;  // the running layer's

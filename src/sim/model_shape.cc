@@ -115,6 +115,31 @@ std::string ModelShape::ToString() const {
       WeightBytes() / 1e9, source);
 }
 
+model::ModelConfig ModelShape::AttentionConfig() const {
+  model::ModelConfig c;
+  c.name = name;
+  c.n_layers = n_layers;
+  c.n_embd = n_embd;
+  c.n_heads = n_heads;
+  c.n_kv_heads = n_kv_heads;
+  c.head_dim = head_dim;
+  c.n_ff = n_ff;
+  c.n_vocab = n_vocab;
+  c.tied_output = tied_output;
+  c.sliding_window = sliding_window;
+  c.layers.resize(static_cast<std::size_t>(std::max(0, n_layers)));
+  for (int l = 0; l < n_layers; ++l) {
+    c.layers[l].sliding = Sliding(l);
+    c.layers[l].window = Sliding(l) ? sliding_window : 0;
+  }
+  return c;
+}
+
+select::NeededBlocks NeededBlocksFor(const ModelShape& shape, int block_tokens, std::int64_t n,
+                                     bool window_aware) {
+  return select::PromptNeededBlocks(shape.AttentionConfig(), block_tokens, n, window_aware);
+}
+
 std::span<const std::string_view> NamedModelShapes() { return kModelNames; }
 
 ModelShape FromModelPreset(const model::ModelPreset& p) {

@@ -21,7 +21,9 @@
 #include <string_view>
 
 #include "core/result.h"
+#include "model/model_config.h"
 #include "model/presets.h"
+#include "select/needed_blocks.h"
 
 namespace smartgen::sim {
 
@@ -71,7 +73,16 @@ struct ModelShape {
   // FLOPs of a whole n-token prefill (every layer, output head for the last token only).
   double PrefillFlops(std::int64_t n) const;
   std::string ToString() const;
+  // The attention layout as the nodes' model::ModelConfig holds it: layers, widths, heads, KV
+  // heads, head_dim and, per layer, whether it slides and its window (ReadModelConfig's
+  // pattern). What the node policies (select/) read; no RoPE or norms.
+  model::ModelConfig AttentionConfig() const;
 };
+
+// What the decode of an n-token prompt needs, in blocks of block_tokens: the nodes' rule
+// (select::PromptNeededBlocks on AttentionConfig()). window_aware false: every block.
+select::NeededBlocks NeededBlocksFor(const ModelShape& shape, int block_tokens, std::int64_t n,
+                                     bool window_aware);
 
 // The models of the paper's setup and the project's default: "llama-3.1-8b", "qwen3-8b",
 // "qwen3-14b", "phi-4-14b", "gemma-3-12b", and every model/presets.h preset (e.g.

@@ -47,38 +47,27 @@ void PrefillNode::PlanSmartgen(SimRequest* r) {
   // The proactive set: what the link carries while prefill runs (node/prefill/prefill_node).
   double rate = r->link->bytes_per_second();
   if (o.proactive_rate_share && hooks_.link_prefills) rate /= std::max(1, hooks_.link_prefills(r->link));
-  double budget = static_cast<double>(select::ProactiveBudgetFor(
-      o, static_cast<std::int64_t>(r->full_kv_bytes), rate, EstimatePrefill(n)));
-  // Sliding-window layers are small and go whole; the rest is planned by the select policy.
-  summary_bytes_.assign(shape.n_layers, 0);
-  proactive_bytes_.assign(shape.n_layers, 0);
-  int n_full = 0;
-  for (int l = 0; l < shape.n_layers; ++l) {
-    if (shape.Sliding(l)) {
-      proactive_bytes_[l] = shape.LayerKvBytes(l, n);
-      budget -= proactive_bytes_[l];
-    } else {
-      ++n_full;
-    }
-  }
+  const std::int64_t budget = select::ProactiveBudgetFor(
+      o, static_cast<std::int64_t>(r->full_kv_bytes), rate, EstimatePrefill(n));
+  // The node's plan: window layers push their window whole and have no summaries; the other
+  // layers share what is left (select::PlanProactiveBudget with the request's needs).
   kv::KvGeometry geometry;
-  geometry.n_layers = n_full;
+  geometry.n_layers = shape.n_layers;
   geometry.n_kv_heads = shape.n_kv_heads;
   geometry.head_dim = shape.head_dim;
   geometry.block_tokens = options_->block_tokens;
-  std::vector<std::int64_t> layer_blocks;
-  if (n_full > 0) {
-    const select::ProactiveBudget plan = select::PlanProactiveBudget(
-        geometry, n, static_cast<std::int64_t>(std::max(0.0, budget)), nullptr, o.proactive);
-    layer_blocks = plan.layer_blocks;
-    int i = 0;
-    for (int l = 0; l < shape.n_layers; ++l) {
-      if (shape.Sliding(l)) continue;
-      summary_bytes_[l] = static_cast<double>(plan.summary_bytes) / n_full;
-      proactive_bytes_[l] = static_cast<double>(layer_blocks[i++]) * r->block_bytes;
-    }
+  const select::ProactiveBudget plan =
+      select::PlanProactiveBudget(geometry, n, budget, nullptr, o.proactive, &r->needed);
+  int n_summarised = 0;
+  for (int l = 0; l < shape.n_layers; ++l) n_summarised += r->needed.IsWindowLayer(l) ? 0 : 1;
+  summary_bytes_.assign(shape.n_layers, 0);
+  proactive_bytes_.assign(shape.n_layers, 0);
+  for (int l = 0; l < shape.n_layers; ++l) {
+    if (!r->needed.IsWindowLayer(l))
+      summary_bytes_[l] = static_cast<double>(plan.summary_bytes) / n_summarised;
+    proactive_bytes_[l] = static_cast<double>(plan.layer_blocks[l]) * r->block_bytes;
   }
-  r->kv = std::make_unique<SmartgenKv>(shape, n, options_->block_tokens, o, layer_blocks);
+  r->kv = std::make_unique<SmartgenKv>(shape, r->needed, o, plan.layer_blocks);
 }
 
 void PrefillNode::Push(SimRequest* r, Path path, double bytes, bool start_condition) {
@@ -122,18 +111,21 @@ void PrefillNode::PushFirstStep(SimRequest* r) {
 void PrefillNode::RunLayer(SimRequest* r, int layer) {
   const ModelShape& shape = cost_->shape();
   Seconds t = cost_->PrefillLayer(layer, r->prompt_tokens);
-  if (r->mode == Mode::kSmartgen) {
-    // SnapKV-style scores: the last query_window queries against the layer's keys.
+  if (r->mode == Mode::kSmartgen && !r->needed.IsWindowLayer(layer)) {
+    // SnapKV-style scores: the last query_window queries against every prompt key of the
+    // layer (select::RequestScores; a window layer is pushed whole: no scores).
     const double flops = 4.0 * options_->smartgen.query_window * shape.q_dim() *
-                         static_cast<double>(shape.LayerKvTokens(layer, r->prompt_tokens));
+                         static_cast<double>(r->prompt_tokens);
     t += flops / cost_->hardware().prefill_flops();
   }
   if (layer + 1 == shape.n_layers) t += cost_->PrefillOutput();  // logits of the last token
   // The layer's K/V rows are in the cache after its QKV projection, before attention and FFN
   // (model/forward.h on_layer_kv): pushes start then.
   queue_->After(cost_->PrefillLayerKvReady(layer, r->prompt_tokens), [this, r, layer] {
-    const ModelShape& s = cost_->shape();
-    if (r->mode == Mode::kLayerwise) Push(r, Path::kLayerwise, s.LayerKvBytes(layer, r->prompt_tokens), true);
+    if (r->mode == Mode::kLayerwise) {
+      Push(r, Path::kLayerwise, static_cast<double>(r->needed.InLayer(layer)) * r->block_bytes,
+           true);
+    }
     if (r->mode == Mode::kSmartgen) {
       if (summary_bytes_[layer] > 0) Push(r, Path::kSummary, summary_bytes_[layer], true);
       Push(r, Path::kProactive, proactive_bytes_[layer], true);
@@ -149,7 +141,7 @@ void PrefillNode::RunLayer(SimRequest* r, int layer) {
     // the KV, node/prefill/first_step.cc) before token 1; then PrefillDone (token 1 to the
     // client at once), the first step's blocks at on-demand priority, the stream.
     r->prefill_end = queue_->now();
-    if (r->mode == Mode::kFull) Push(r, Path::kFull, r->full_kv_bytes, true);
+    if (r->mode == Mode::kFull) Push(r, Path::kFull, r->needed_kv_bytes, true);
     const bool first_step = r->mode == Mode::kSmartgen && options_->smartgen.first_step;
     const Seconds t_first = first_step ? cost_->FirstStepOnPrefill(r->prompt_tokens, r->full_kv_bytes) : 0;
     queue_->After(t_first, [this, r, first_step] {

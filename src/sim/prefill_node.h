@@ -1,17 +1,20 @@
 // PrefillNode: one simulated prefill node. Requests run one at a time in arrival order
 // (FIFO), layer by layer (CostModel::PrefillLayer, plus SmartGen's request scoring of the
 // last query_window prompt queries). Per mode, on the request's link:
-//   full       - the whole KV after the last layer (one transfer);
-//   layerwise  - each layer's KV as soon as the layer is computed;
+//   full       - the needed KV after the last layer (one transfer);
+//   layerwise  - each layer's needed KV as soon as the layer is computed;
 //   smartgen   - each layer's summaries and proactive blocks as it is computed, sized by
 //                select::PlanProactiveBudget for proactive_fill x (link rate x the node's
-//                prefill estimate); after prefill, the speculative stream: one batch on the
+//                prefill estimate), a window layer's window whole and without summaries;
+//                after prefill, the speculative stream: one batch on the
 //                wire at a time, select::SpeculativeBytesForStep of what is left, capped at
 //                speculative_batch_s of link time (as node/prefill/speculative_sender does).
 // With first_step (the default), SmartGen then runs the first decode step here
 // (CostModel::FirstStepOnPrefill) and, after PrefillDone, pushes the absent part of step 1's
 // selection at on-demand priority, as many blocks as select::FirstStepBlocks allows.
 // Then PrefillDone (token 1) on the control class; token 1 goes to the client at once.
+// "Needed" is the request's select::NeededBlocks (SimRequest::needed): with window_aware, a
+// sliding-window layer's blocks before its window are never sent.
 //
 // Thread-safety: none. Borrowed pointers (queue, cost, options, requests) outlive the node.
 #pragma once

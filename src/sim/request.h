@@ -57,7 +57,13 @@ struct SimRequest {
   std::vector<std::pair<Path, std::uint64_t>> pushes;
 
   std::array<double, static_cast<int>(Path::kCount)> bytes{};
+  // What the decode needs of the prompt (select::PromptNeededBlocks, the nodes' rule: a
+  // sliding-window layer's window when window-aware), the prompt's whole KV in blocks (the
+  // nodes' kv_bytes: what R and proactive_ratio are relative to) and the needed part of it
+  // (what full and layerwise send).
+  select::NeededBlocks needed;
   double full_kv_bytes = 0;
+  double needed_kv_bytes = 0;
 
   bool finished() const { return done >= 0; }
 };

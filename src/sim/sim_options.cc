@@ -21,6 +21,24 @@ std::string_view ModeName(Mode m) {
   return "?";
 }
 
+Result<ModeLabel> ParseModeLabel(std::string_view label) {
+  ModeLabel m;
+  std::string_view mode = label;
+  if (const std::size_t at = label.find(':'); at != std::string_view::npos) {
+    if (label.substr(at + 1) != "nowindow") {
+      return InvalidArgument("mode label '{}': unknown variant (MODE or MODE:nowindow)", label);
+    }
+    m.window_aware = false;
+    mode = label.substr(0, at);
+  }
+  SG_ASSIGN_OR_RETURN(m.mode, ParseMode(mode));
+  return m;
+}
+
+std::string ModeLabelName(const ModeLabel& m) {
+  return std::string(ModeName(m.mode)) + (m.window_aware ? "" : ":nowindow");
+}
+
 Result<Topology> ParseTopology(std::string_view n) {
   if (n == "pair") return Topology::kPair;
   if (n == "uplink") return Topology::kUplink;
@@ -53,6 +71,11 @@ Result<SmartgenSimOptions> ParseSmartgenSimOptions(const nlohmann::json& j) {
       return InvalidArgument("option 'proactive_rate' must be \"configured\" or \"share\"");
     }
   }
+  if (j.contains("window_aware") && !j["window_aware"].is_null()) {
+    if (!j["window_aware"].is_boolean())
+      return InvalidArgument("option 'window_aware' must be a boolean");
+    o.window_aware = j["window_aware"].get<bool>();
+  }
   if (j.contains("wait")) {
     const nlohmann::json& w = j["wait"];
     if (w == "landed") {
@@ -69,6 +92,7 @@ Result<SmartgenSimOptions> ParseSmartgenSimOptions(const nlohmann::json& j) {
 nlohmann::json ToJson(const SmartgenSimOptions& o) {
   nlohmann::json j = select::ToJson(static_cast<const select::SmartgenOptions&>(o));
   j["proactive_rate"] = o.proactive_rate_share ? "share" : "configured";
+  j["window_aware"] = o.window_aware;
   return j;
 }
 

@@ -22,6 +22,15 @@ enum class Mode { kColocated, kFull, kLayerwise, kSmartgen, kAuto };
 Result<Mode> ParseMode(std::string_view name);
 std::string_view ModeName(Mode m);
 
+// A mode label as `bench ttst --modes` writes it: MODE or MODE:nowindow (the same mode with
+// {"window_aware": false}, tools/ttst_request.h).
+struct ModeLabel {
+  Mode mode = Mode::kSmartgen;
+  bool window_aware = true;
+};
+Result<ModeLabel> ParseModeLabel(std::string_view label);
+std::string ModeLabelName(const ModeLabel& m);
+
 struct SmartgenSimOptions : select::SmartgenOptions {
   // What-if (not what the node does today): size the proactive set for the share of the link
   // this request gets, the rate divided by the prefills pushing on the same link when it
@@ -29,12 +38,18 @@ struct SmartgenSimOptions : select::SmartgenOptions {
   bool proactive_rate_share = false;
   // The speculative sender caps a batch at this much link time (SpeculativeSender).
   Seconds speculative_batch_s = 0.1;
+  // The request option every mode reads (node/common/window_transfer.h; select/needed_blocks.h):
+  // a sliding-window layer needs only its window's blocks - full and layerwise send only
+  // those, SmartGen pushes them whole and selects over the other layers. false: every block
+  // of every layer, as in a model without sliding layers.
+  bool window_aware = true;
 };
 
 // A wait bound this long means: until the fetch landed.
 inline constexpr double kWaitUntilLandedMs = 1e7;
 
-// select::ParseSmartgenOptions's keys, plus the simulator's "proactive_rate" ("configured" |
+// select::ParseSmartgenOptions's keys and the request's "window_aware" (a boolean, for every
+// mode), plus the simulator's "proactive_rate" ("configured" |
 // "share") and, kept for older command lines, "wait": "landed" (wait_bound_ms 1e7: a layer
 // waits until its fetch landed, the node before issue 15) | "bounded" (wait_bound_ms -1, the
 // node's auto bound). Missing keys keep the node's defaults; kInvalidArgument names a bad one.

@@ -2,23 +2,17 @@
 
 #include <algorithm>
 
-#include "model/model_config.h"
 #include "select/on_demand.h"
 
 namespace smartgen::sim {
 
-SmartgenKv::SmartgenKv(const ModelShape& shape, std::int64_t n_prompt_tokens, int block_tokens,
+SmartgenKv::SmartgenKv(const ModelShape& shape, const select::NeededBlocks& needed,
                        const SmartgenSimOptions& options,
                        const std::vector<std::int64_t>& layer_proactive_blocks) {
-  n_blocks_ = static_cast<std::int32_t>((n_prompt_tokens + block_tokens - 1) / block_tokens);
-  // The node's budget rule, from the node's selector.
-  model::ModelConfig config;
-  config.n_layers = shape.n_layers;
-  config.n_embd = shape.n_embd;
-  config.n_heads = shape.n_heads;
-  config.n_kv_heads = shape.n_kv_heads;
-  config.head_dim = shape.head_dim;
-  select::OnDemandSelector selector(config, n_blocks_, options.on_demand, nullptr);
+  n_blocks_ = needed.grid.n_blocks;
+  // The node's budget rule, from the node's selector (window layers select their window).
+  select::OnDemandSelector selector(shape.AttentionConfig(), n_blocks_, options.on_demand, nullptr);
+  selector.SetNeeded(needed);
   budget_ = selector.budget();
   const double heads = shape.n_kv_heads;
   const double edge_per_head =
@@ -26,15 +20,14 @@ SmartgenKv::SmartgenKv(const ModelShape& shape, std::int64_t n_prompt_tokens, in
                                       std::max(0, options.on_demand.local_blocks));
   index_.assign(shape.n_layers, -1);
   for (int l = 0; l < shape.n_layers; ++l) {
-    if (shape.Sliding(l)) continue;
+    if (needed.IsWindowLayer(l)) continue;
     index_[l] = static_cast<int>(layers_.size());
     Layer s;
     s.edges = heads * edge_per_head;
     s.never = heads * n_blocks_ - s.edges;
     s.k = std::min(s.never, heads * std::min<double>(budget_, n_blocks_ - edge_per_head));
-    const std::size_t i = layers_.size();
-    const double pushed = i < layer_proactive_blocks.size()
-                              ? static_cast<double>(layer_proactive_blocks[i])
+    const double pushed = static_cast<std::size_t>(l) < layer_proactive_blocks.size()
+                              ? static_cast<double>(layer_proactive_blocks[l])
                               : s.edges;
     s.never_present = std::clamp(pushed - s.edges, 0.0, s.never);
     s.p0 = s.never > 0 ? s.never_present / s.never : 1.0;

@@ -11,7 +11,10 @@
 // The prefill node's first step (PlanFirstStep) pre-selects, per layer, the absent part of
 // step 1's selection, up to its cap: those blocks are selected and requested (pushed at
 // on-demand priority) before the decode node's step 1, which then selects them again.
-// Sliding-window layers are pushed whole with the proactive set and count as complete.
+// Window layers (select/needed_blocks.h: a sliding-window layer whose window leaves out part
+// of the prompt, window-aware) are pushed whole with the proactive set, are never selected
+// and count as complete; exactness is over the other layers' blocks. Without window_aware,
+// or where a window covers the whole prompt, a sliding layer is selective like a global one.
 // Counts are doubles (expected values); a request is exact when fewer than half a block is
 // missing in all.
 //
@@ -24,6 +27,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "select/needed_blocks.h"
 #include "select/proactive.h"
 #include "sim/model_shape.h"
 #include "sim/selection_stats.h"
@@ -39,13 +43,14 @@ struct LayerDemand {
 
 class SmartgenKv {
  public:
-  // `layer_proactive_blocks`: PlanProactiveBudget's layer_blocks, indexed by full-attention
-  // layer (sliding layers excluded), edges included.
-  SmartgenKv(const ModelShape& shape, std::int64_t n_prompt_tokens, int block_tokens,
-             const SmartgenSimOptions& options, const std::vector<std::int64_t>& layer_proactive_blocks);
+  // `needed`: the request's needs (its grid is the prompt's blocks); `layer_proactive_blocks`:
+  // PlanProactiveBudget's layer_blocks with the same needs, [n_layers], edges included.
+  SmartgenKv(const ModelShape& shape, const select::NeededBlocks& needed,
+             const SmartgenSimOptions& options,
+             const std::vector<std::int64_t>& layer_proactive_blocks);
 
-  int n_layers() const { return static_cast<int>(layers_.size()); }
-  // Whether layer l (model index) has selective state (false: sliding window, complete).
+  int n_layers() const { return static_cast<int>(layers_.size()); }  // selective layers
+  // Whether layer l (model index) has selective state (false: a window layer, complete).
   bool selective(int layer) const { return index_[layer] >= 0; }
   std::int32_t budget() const { return budget_; }
   std::int32_t n_prompt_blocks() const { return n_blocks_; }
@@ -94,7 +99,7 @@ class SmartgenKv {
     double first = 0;     // pre-selected by the prefill node's first step
   };
   std::vector<Layer> layers_;
-  std::vector<int> index_;  // model layer -> layers_ index, -1 for sliding layers
+  std::vector<int> index_;  // model layer -> layers_ index, -1 for window layers
   std::int32_t n_blocks_ = 0, budget_ = 0;
   double total_ = 0, duplicates_ = 0;
 };

@@ -43,7 +43,9 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
       return InvalidArgument("{}:{}: not a measured record", path, n);
     }
     MeasuredRecord r;
-    SG_ASSIGN_OR_RETURN(r.mode, ParseMode(j["mode"].get<std::string>()));
+    SG_ASSIGN_OR_RETURN(const ModeLabel label, ParseModeLabel(j["mode"].get<std::string>()));
+    r.mode = label.mode;
+    r.label = ModeLabelName(label);
     // Two spellings: the transcribed tables' (prompt_tokens, ratio, link_mbps, mean_tbt_ms,
     // bytes_over_full) and bench ttst's own records (n_prompt, target_R, link_gbps, tbt_ms,
     // bytes_transferred / kv_bytes, prefill_ms, R).
@@ -59,6 +61,7 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
       if (!j["options"].is_object()) return InvalidArgument("{}:{}: options must be an object", path, n);
       r.options = j["options"];
     }
+    if (!label.window_aware) r.options["window_aware"] = false;
     r.ttst_ms = Num(j, "ttst_ms", 0);
     r.mean_tbt_ms = Num(j, native ? "tbt_ms" : "mean_tbt_ms", 0);
     r.e2e_ms = Num(j, "e2e_ms", 0);
@@ -144,7 +147,8 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     spec.options.mode = m.mode;
     spec.options.link.gbps = m.link_mbps / 1e3;
     spec.options.link.latency_s = options.latency_s;
-    spec.options.link.burst_bytes = -1;  // the testbed's links are shaped by the engine's bucket
+    spec.options.link.burst_bytes =
+        options.burst_bytes;  // the testbed's links: the engine's bucket
     spec.options.smartgen = options.smartgen;
     if (!m.options.empty()) {
       // The run's options over the defaults (the same keys as a request's smartgen.options).
@@ -168,7 +172,7 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     row["ratio"] = m.ratio;
     row["link_mbps"] = m.link_mbps;
     if (m.measured_ratio > 0) row["measured_R"] = m.measured_ratio;
-    row["mode"] = ModeName(m.mode);
+    row["mode"] = m.label.empty() ? std::string(ModeName(m.mode)) : m.label;
     row["output_tokens"] = m.output_tokens;
     row["options"] = m.options;
     row["simulated_mode"] = sim["mode"];
@@ -192,7 +196,7 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     if (m.mode != Mode::kColocated) {  // colocated never transfers: nothing to agree on
       row["exact_agrees"] = (m.time_to_exact_ms >= 0) == (get("time_to_exact_ms") >= 0);
     }
-    Acc& a = acc[std::string(ModeName(m.mode))];
+    Acc& a = acc[m.label.empty() ? std::string(ModeName(m.mode)) : m.label];
     if (e_ttst.is_number()) a.ttst.push_back(std::abs(e_ttst.get<double>()));
     const bool tbt_is_input = (options.calibration == Calibration::kRecorded && m.mode == Mode::kColocated) ||
                               (options.calibration != Calibration::kPreset &&

@@ -45,6 +45,8 @@ struct MeasuredRecord {
   double ratio = 0;
   double link_mbps = 0;
   Mode mode = Mode::kSmartgen;
+  std::string label;  // the record's mode label (MODE or MODE:nowindow, which sets
+                      // options.window_aware false)
   int output_tokens = 64;
   nlohmann::json options = nlohmann::json::object();  // SmartGen options of the run
   double ttft_ms = 0, ttst_ms = 0, mean_tbt_ms = 0, e2e_ms = 0, bytes_over_full = 0;
@@ -68,6 +70,9 @@ struct ValidationOptions {
   bool replay_selection = false; // records with selection statistics replay their own
   SmartgenSimOptions smartgen;   // the node defaults
   Seconds latency_s = 50e-6;     // loopback one way
+  // The links' token-bucket burst (LinkConfig::burst_bytes): < 0 the engine's rule (an idle
+  // link sends max(64 KiB, 5 ms at the rate) at once), 0 none.
+  double burst_bytes = -1;
   ModelShape shape;              // the model the records ran on (empty: SmolLM2-135M)
 };
 

@@ -68,6 +68,7 @@ struct SimulateCmdOptions {
   std::string out, records;
   std::vector<std::string> validate;
   std::string calibration = "recorded";
+  double burst_bytes = -1;
 };
 
 Result<sim::Hardware> LoadHardware(const SimulateCmdOptions& o, const std::string& name) {
@@ -105,6 +106,15 @@ class ProgressLine {
   bool shown_ = false;
 };
 
+// The whole KV of an n-token prompt in blocks (the nodes' kv_bytes), or what the decode needs.
+double KvBlockBytes(const sim::ClusterSpec& spec, std::int64_t n, bool window_aware) {
+  if (n <= 0) return 0;
+  const select::NeededBlocks needed =
+      sim::NeededBlocksFor(spec.model, spec.options.block_tokens, n, window_aware);
+  return static_cast<double>(needed.Total()) * spec.model.KvBytesPerTokenLayer() /
+         spec.model.n_kv_heads * spec.options.block_tokens;
+}
+
 Status RunValidate(const SimulateCmdOptions& o) {
   std::vector<sim::MeasuredRecord> records;
   for (const std::string& path : o.validate) {
@@ -114,6 +124,7 @@ Status RunValidate(const SimulateCmdOptions& o) {
   sim::ValidationOptions v;
   SG_ASSIGN_OR_RETURN(v.cpu, LoadHardware(o, "cpu"));
   v.replay_selection = o.selection == "replay";
+  v.burst_bytes = o.burst_bytes;
   // The model the records ran on: --gguf's metadata, else SmolLM2-135M (bench ttst's default).
   if (!o.gguf.empty()) {
     SG_ASSIGN_OR_RETURN(v.shape, sim::ModelShapeFromGguf(o.gguf));
@@ -162,9 +173,10 @@ Status RunSimulate(const SimulateCmdOptions& o) {
   base.options.link.frame_bytes = o.frame_bytes;
   base.options.max_batch = o.max_batch;
   base.options.block_tokens = o.block_tokens;
-  std::vector<sim::Mode> modes;
+  std::vector<sim::ModeLabel> modes;
   for (const std::string& m : o.modes) {
-    SG_ASSIGN_OR_RETURN(sim::Mode mode, sim::ParseMode(m));
+    SG_ASSIGN_OR_RETURN(sim::ModeLabel mode, sim::ParseModeLabel(m));
+    mode.window_aware = mode.window_aware && base.options.smartgen.window_aware;
     modes.push_back(mode);
   }
   std::vector<sim::RequestSpec> trace;
@@ -196,13 +208,14 @@ Status RunSimulate(const SimulateCmdOptions& o) {
   const int points = static_cast<int>(modes.size() * o.link_gbps.size() * prompts.size() *
                                       (o.workload == "trace" ? 1 : loads.size()));
   int point = 0;
-  for (sim::Mode mode : modes) {
+  for (const sim::ModeLabel& mode : modes) {
     for (double gbps : o.link_gbps) {
       for (std::int64_t prompt : prompts) {
         for (std::size_t li = 0; li < (o.workload == "trace" ? 1 : loads.size()); ++li) {
           ++point;
           sim::ClusterSpec spec = base;
-          spec.options.mode = mode;
+          spec.options.mode = mode.mode;
+          spec.options.smartgen.window_aware = mode.window_aware;
           spec.options.link.gbps = gbps;
           sim::WorkloadOptions w;
           w.prompt_min = prompt;
@@ -226,22 +239,24 @@ Status RunSimulate(const SimulateCmdOptions& o) {
           ProgressLine progress(point, points);
           SG_ASSIGN_OR_RETURN(sim::SimResult result,
                               sim::RunCluster(spec, workload, [&](int d, int t, double s) { progress(d, t, s); }));
-          nlohmann::json j = {{"model", base.model.name},
-                              {"prefill_hw", base.prefill_hw.name},
-                              {"decode_hw", base.decode_hw.name},
-                              {"mode", sim::ModeName(mode)},
-                              {"link_gbps", gbps},
-                              {"latency_ms", o.latency_ms},
-                              {"topology", sim::TopologyName(spec.options.topology)},
-                              {"prefill_nodes", o.prefill_nodes},
-                              {"decode_nodes", o.decode_nodes},
-                              {"prompt_tokens", prompt},
-                              {"prompt_max", w.prompt_max},
-                              {"output_tokens", o.output_tokens},
-                              {"selection", base.stats.name},
-                              {"options", sim::ToJson(spec.options.smartgen)},
-                              {"full_kv_bytes", base.model.KvBytes(prompt)},
-                              {"prefill_s_estimate", sim::CostModel(base.prefill_hw, base.model).Prefill(prompt)}};
+          nlohmann::json j = {
+              {"model", base.model.name},
+              {"prefill_hw", base.prefill_hw.name},
+              {"decode_hw", base.decode_hw.name},
+              {"mode", sim::ModeLabelName(mode)},
+              {"link_gbps", gbps},
+              {"latency_ms", o.latency_ms},
+              {"topology", sim::TopologyName(spec.options.topology)},
+              {"prefill_nodes", o.prefill_nodes},
+              {"decode_nodes", o.decode_nodes},
+              {"prompt_tokens", prompt},
+              {"prompt_max", w.prompt_max},
+              {"output_tokens", o.output_tokens},
+              {"selection", base.stats.name},
+              {"options", sim::ToJson(spec.options.smartgen)},
+              {"full_kv_bytes", KvBlockBytes(base, prompt, false)},
+              {"needed_kv_bytes", KvBlockBytes(base, prompt, mode.window_aware)},
+              {"prefill_s_estimate", sim::CostModel(base.prefill_hw, base.model).Prefill(prompt)}};
           j.update(load);
           j["result"] = sim::Summarize(result, slo);
           const std::string line = j.dump();
@@ -288,8 +303,11 @@ void RegisterSimulate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--latency-ms", o->latency_ms, "one-way link latency")->capture_default_str();
   cmd->add_option("--frame-bytes", o->frame_bytes, "preemption frame (0 = the engine's rule)");
-  cmd->add_option("--mode", o->modes, "transfer modes (list): colocated full layerwise smartgen auto")
-      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--mode", o->modes,
+                  "transfer modes (list): colocated full layerwise smartgen auto; MODE:nowindow "
+                  "ignores sliding windows (window_aware false)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--workload", o->workload, "batch | poisson | trace")->capture_default_str();
   cmd->add_option("--requests", o->requests,
                   "batch: requests at once (list); poisson: requests in the run")->delimiter(',')
@@ -321,6 +339,9 @@ void RegisterSimulate(CLI::App& app) {
                   "replay measured bench ttst records (JSONL files, a list) and compare")
       ->delimiter(',');
   cmd->add_option("--calibration", o->calibration, "validation: recorded | own | own-all | preset")
+      ->capture_default_str();
+  cmd->add_option("--burst-bytes", o->burst_bytes,
+                  "validation: the links' token-bucket burst (-1 = the engine's, 0 = none)")
       ->capture_default_str();
   cmd->callback([o] {
     if (int rc = ReportStatus("simulate", RunSimulate(*o))) throw CLI::RuntimeError(rc);

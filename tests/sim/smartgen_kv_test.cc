@@ -24,7 +24,9 @@ struct Fixture {
     plan = select::PlanProactiveBudget(g, kTokens, static_cast<std::int64_t>(budget_bytes), nullptr,
                                        options.proactive);
   }
-  SmartgenKv Make() const { return SmartgenKv(shape, kTokens, 16, options, plan.layer_blocks); }
+  SmartgenKv Make() const {
+    return SmartgenKv(shape, NeededBlocksFor(shape, 16, kTokens, true), options, plan.layer_blocks);
+  }
 };
 
 TEST(SmartgenKv, StartsWithTheProactiveSetAndTheNodesBudget) {
@@ -84,15 +86,23 @@ TEST(SmartgenKv, FetchesAndTheStreamConserveBlocksUntilExact) {
   EXPECT_TRUE(kv.exact());
 }
 
-TEST(SmartgenKv, SlidingWindowLayersArePushedWholeAndNeverSelective) {
+TEST(SmartgenKv, WindowLayersArePushedWholeAndNeverSelective) {
   SmartgenSimOptions options;
   const ModelShape gemma = *ModelShapeByName("gemma-3-12b");
-  std::vector<std::int64_t> blocks(8, 8 * 9);  // 8 global layers, edges only
-  const SmartgenKv kv(gemma, 8192, 16, options, blocks);
-  EXPECT_EQ(kv.n_layers(), 8);
+  std::vector<std::int64_t> blocks(48, 8 * 3);  // edges only (the window layers' do not matter)
+  const SmartgenKv kv(gemma, NeededBlocksFor(gemma, 16, 8192, true), options, blocks);
+  EXPECT_EQ(kv.n_layers(), 8);  // the 8 global layers
   EXPECT_FALSE(kv.selective(0));
   EXPECT_TRUE(kv.selective(5));
   EXPECT_DOUBLE_EQ(kv.total_blocks(), 8.0 * 8 * 512);
+  // Ignoring the windows, every layer selects.
+  const SmartgenKv all(gemma, NeededBlocksFor(gemma, 16, 8192, false), options, blocks);
+  EXPECT_EQ(all.n_layers(), 48);
+  EXPECT_TRUE(all.selective(0));
+  // A window that covers the prompt leaves nothing out: the layer selects like a global one
+  // (select/needed_blocks.h).
+  const SmartgenKv short_prompt(gemma, NeededBlocksFor(gemma, 16, 512, true), options, blocks);
+  EXPECT_EQ(short_prompt.n_layers(), 48);
 }
 
 TEST(SelectionStats, ChurnDecaysFromStepTwo) {

@@ -168,8 +168,10 @@ TEST(SimValidation, ReplaysTheRecordedSelectionsOfAStories260kRun) {
   EXPECT_LE(Err(rows[2], "mean_tbt"), 0.25) << rows[2].dump();
   EXPECT_TRUE(rows[2]["exact_agrees"].get<bool>());
   // Replaying the node's share of never-selected blocks (4.9 % per step) instead of its churn
-  // against the previous step (19.5 %, blocks that come back count as new) fetches less on
-  // demand, closer to the 29 KB the node fetched.
+  // against the previous step (19.5 %, blocks that come back count as new) never fetches more
+  // on demand. (Since the layers also wait for earlier steps' fetches still in flight, as the
+  // node's do, the steps are longer, the link-sized fetch cap with them, and both fetch about
+  // the same 38.5 KB here, against the node's 29 KB.)
   MeasuredRecord churn_only = sg;
   churn_only.selection.erase("selection_fresh_per_step");
   churn_only.selection.erase("selection_fresh");
@@ -178,7 +180,67 @@ TEST(SimValidation, ReplaysTheRecordedSelectionsOfAStories260kRun) {
   ASSERT_TRUE(churn_report.ok());
   const double fresh_od = rows[2]["simulated"]["bytes"]["on_demand"].get<double>();
   const double churn_od = (*churn_report)["records"][1]["simulated"]["bytes"]["on_demand"].get<double>();
-  EXPECT_LT(fresh_od, churn_od);
+  EXPECT_LE(fresh_od, churn_od + 512.0);  // within one block
+}
+
+// kv-retrieval-tiny (trained weights, a retrieval task where step 2 decides the answer): the
+// quiet run's per-mode records over 200 prompts at 1024 and 2032 tokens, R = 4.
+ModelShape KvRetrievalTiny() {
+  ModelShape s;  // the GGUF's metadata (../shared/models/kv-retrieval-tiny.gguf), all f32
+  s.name = "kv-retrieval-tiny";
+  s.n_layers = 2;
+  s.n_embd = 128;
+  s.n_heads = 4;
+  s.n_kv_heads = 2;
+  s.head_dim = 32;
+  s.n_ff = 384;
+  s.n_vocab = 616;
+  s.weight_bytes_per_param = 4;
+  return s;
+}
+
+TEST(SimValidation, ReplaysAKvRetrievalRunAndShowsWhereItsTtstGoes) {
+  auto records = ReadMeasuredRecords(std::string(SMARTGEN_SOURCE_DIR) +
+                                     "/tests/sim/data/kv_retrieval_tiny_r4_2026-12-01.jsonl");
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_EQ(records->size(), 6u);
+  ValidationOptions v;
+  v.cpu = *HardwareByName("cpu");
+  v.stats = *SelectionStatsByName("random-weights");
+  v.shape = KvRetrievalTiny();
+  v.calibration = Calibration::kOwn;
+  v.replay_selection = true;
+  auto report = Validate(*records, v);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  v.burst_bytes = 0;  // the links without the engine bucket's burst
+  auto no_burst = Validate(*records, v);
+  ASSERT_TRUE(no_burst.ok());
+  int smartgen = 0;
+  for (std::size_t i = 0; i < records->size(); ++i) {
+    const nlohmann::json& row = (*report)["records"][i];
+    const nlohmann::json& nb = (*no_burst)["records"][i];
+    SCOPED_TRACE(row.dump());
+    if (row["mode"] == "layerwise") {
+      EXPECT_LE(Err(row, "ttst"), 0.15);  // the transfer left after the prefill
+      EXPECT_LE(Err(nb, "ttst"), 0.15);
+    }
+    if (row["mode"] != "smartgen") continue;
+    ++smartgen;
+    EXPECT_EQ(row["selection_stats"], "replay");
+    EXPECT_LE(Err(row, "mean_tbt"), 0.3);
+    EXPECT_NEAR(row["simulated"]["bytes_over_full"].get<double>(),
+                row["measured"]["bytes_over_full"].get<double>(), 0.1);
+    // Token 2 waits for the prefill node's first-step push (step 1 selects it). The engine's
+    // bucket, refilled since the last proactive push, lets the simulated push leave at once
+    // (token 2 within a few ms of token 1, a fraction of the measured 3.3 / 10.3 ms); pushed
+    // at the link rate it lands about when the measured token 2 came. Which link-rate cost the
+    // node really pays there is open (docs/RESULTS.md, "Replay of recorded per-step
+    // selections"): this pins the gap and the size of the missing cost.
+    EXPECT_LT(row["simulated"]["ttst_ms"].get<double>(),
+              0.5 * row["measured"]["ttst_ms"].get<double>());
+    EXPECT_LE(Err(nb, "ttst"), 0.3);
+  }
+  EXPECT_EQ(smartgen, 2);
 }
 
 TEST(SimValidation, MalformedRecordsNameTheLine) {

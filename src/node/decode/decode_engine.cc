@@ -243,7 +243,9 @@ void DecodeEngine::Step() {
     chunks[i].kv = s.job.kv;
     chunks[i].tokens = std::span<const std::int32_t>(&s.last_token, 1);
     chunks[i].logits = &s.logits;
-    chunks[i].attention = s.job.attention;
+    // A SmartGen request whose KV became exact attends densely, batched with the others.
+    chunks[i].attention =
+        s.job.attention != nullptr && !s.job.attention->Done() ? s.job.attention : nullptr;
   }
   Status st = forward_->Run(chunks);
   if (!st.ok()) {

@@ -224,6 +224,7 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call, std::string
         },
         core::Seconds(config_.step_timeout_s));
     session->set_staged(&r->entry->staged);
+    session->set_pool(rt_.pool.get());
     session->set_link_rate([this] { return endpoint_->GetMetrics().receive_gbps * 1e9 / 8; });
     session->set_on_exact([this, weak] {
       auto rr = weak.lock();

@@ -15,9 +15,9 @@ namespace smartgen::node {
 
 SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceKv* kv,
                                  kv::Residency* residency, std::int64_t n_prompt,
-                                 const select::SmartgenOptions& options, const select::Profile* profile,
-                                 const select::NeededBlocks& needed, FetchFn fetch,
-                                 RecomputeFn recompute, core::Nanos step_timeout)
+                                 const select::SmartgenOptions& options,
+                                 const select::Profile* profile, const select::NeededBlocks& needed,
+                                 FetchFn fetch, RecomputeFn recompute, core::Nanos step_timeout)
     : config_(config),
       kv_(kv),
       residency_(residency),
@@ -40,9 +40,11 @@ SmartgenSession::SmartgenSession(const model::ModelConfig& config, kv::SequenceK
                               static_cast<std::int32_t>(residency->n_blocks())}),
       layer_stall_ms_(config.n_layers, 0.0),
       local_ms_(config.n_layers, 0.0),
-      ever_selected_(kv::BlockGrid{config.n_layers, config.n_kv_heads, static_cast<std::int32_t>(residency->n_blocks())}),
+      ever_selected_(kv::BlockGrid{config.n_layers, config.n_kv_heads,
+                                   static_cast<std::int32_t>(residency->n_blocks())}),
+      head_refs_(config.n_kv_heads),
+      heads_(config.n_kv_heads, config.n_group(), config.head_dim),
       o2_(static_cast<std::size_t>(config.n_group()) * config.head_dim),
-      lse_(config.n_group()),
       lse2_(config.n_group()),
       head_lse_(static_cast<std::size_t>(config.n_kv_heads) * config.n_group()) {
   if (needed_.grid.n_layers != config.n_layers) {
@@ -130,16 +132,17 @@ void SmartgenSession::CheckExact() {
 }
 
 Status SmartgenSession::AttendDense(int layer, const float* q, std::int64_t pos, float* out) {
-  const int g = config_.n_group(), d = config_.head_dim;
   const kernels::AttentionParams p = config_.LayerAttention(layer, kv_->geometry().dtype);
   // A window layer's blocks before its window never come (and hold no key it attends).
   const std::size_t skip = static_cast<std::size_t>(residency_->first_needed(layer));
   for (int h = 0; h < config_.n_kv_heads; ++h) {
-    refs_.clear();
-    kv_->AllRefs(layer, h, &refs_);
-    const auto refs = std::span<const kernels::KvBlockRef>(refs_).subspan(std::min(skip, refs_.size()));
-    kernels::AttendBlocks(p, q + h * g * d, pos, refs, out + h * g * d, lse_.data());
+    std::vector<kernels::KvBlockRef>& refs = head_refs_[h];
+    refs.clear();
+    kv_->AllRefs(layer, h, &refs);
+    refs.erase(refs.begin(),
+               refs.begin() + static_cast<std::ptrdiff_t>(std::min(skip, refs.size())));
   }
+  heads_.Run(pool_, p, q, pos, head_refs_, out, head_lse_.data());
   return Status::Ok();
 }
 
@@ -370,10 +373,10 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
         (residency_->present(layer, h, b) ? here : absent[h]).push_back(b);
       }
     }
-    refs_.clear();
-    select::SelectedRefs(*kv_, layer, h, n_prompt_, here, pos, &refs_);
-    kernels::AttendBlocks(p, q + h * g * d, pos, refs_, out + h * g * d, head_lse_.data() + h * g);
+    head_refs_[h].clear();
+    select::SelectedRefs(*kv_, layer, h, n_prompt_, here, pos, &head_refs_[h]);
   }
+  heads_.Run(pool_, p, q, pos, head_refs_, out, head_lse_.data());
   const double local_ms = core::ToMillis(core::NowNanos() - t_local);
   local_ms_[layer] = local_ms_[layer] == 0 ? local_ms : 0.8 * local_ms_[layer] + 0.2 * local_ms;
   ++steps_;

@@ -45,15 +45,17 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "core/thread_pool.h"
 #include "kv/residency.h"
 #include "kv/sequence_kv.h"
 #include "model/forward.h"
+#include "node/decode/head_attention.h"
 #include "node/decode/staged_copies.h"
-#include "select/smartgen_options.h"
 #include "select/block_summary.h"
 #include "select/needed_blocks.h"
 #include "select/on_demand.h"
 #include "select/profile.h"
+#include "select/smartgen_options.h"
 
 namespace smartgen::node {
 
@@ -92,8 +94,13 @@ class SmartgenSession final : public model::AttentionOverride {
   // The request's staged copies (DecodeKvStore), applied before each step and in Ready(); set
   // before decoding starts; may stay null (nothing is staged then).
   void set_staged(StagedCopies* staged) { staged_ = staged; }
+  // The pool a step's attention spreads its KV heads over (may stay null: the engine thread
+  // alone). Set before decoding starts.
+  void set_pool(core::ThreadPool* pool) { pool_ = pool; }
 
   Status Attend(int layer, const float* q, std::int64_t pos, float* out) override;
+  // Exact: the forward pass may attend densely from now on, as for a request holding its KV.
+  bool Done() const override { return exact(); }
 
   // time_to_exact_ms, bytes_by_path, on_demand_ratio, per-layer stall, ... `start` is the
   // request's start on this node.
@@ -140,6 +147,7 @@ class SmartgenSession final : public model::AttentionOverride {
   const select::Profile* profile_;
   FetchFn fetch_;
   StagedCopies* staged_ = nullptr;
+  core::ThreadPool* pool_ = nullptr;
   RecomputeFn recompute_;
   core::Nanos step_timeout_;  // longest wait of one layer-step for its fetch
   std::function<void()> on_exact_;
@@ -190,8 +198,10 @@ class SmartgenSession final : public model::AttentionOverride {
   std::vector<kv::BlockKey> predicted_keys_;
   std::int64_t predicted_ = 0, predicted_hits_ = 0;
   std::vector<kernels::KvBlockRef> refs_;
+  std::vector<std::vector<kernels::KvBlockRef>> head_refs_;  // [n_kv_heads] of the local pass
+  HeadAttention heads_;
   std::vector<std::uint8_t> selected_mask_;  // [n_blocks] scratch of one head's selection
-  std::vector<float> o2_, lse_, lse2_;
+  std::vector<float> o2_, lse2_;
   std::vector<float> head_lse_;  // [n_kv_heads][n_group] LSE of the local pass
 };
 

@@ -28,7 +28,11 @@ Result<std::unique_ptr<PrefillNode>> PrefillNode::Create(const NodeConfig& confi
 }
 
 PrefillNode::PrefillNode(NodeConfig config, NodeRuntime runtime)
-    : config_(std::move(config)), rt_(std::move(runtime)), store_(rt_.blocks.get()), auth_(config_.token) {
+    : config_(std::move(config)),
+      rt_(std::move(runtime)),
+      estimate_(rt_.model->config()),
+      store_(rt_.blocks.get()),
+      auth_(config_.token) {
   auth_refused_ = &metrics_.GetCounter("smartgen_node_auth_refused_total",
                                        "Control-plane calls refused: unsigned, wrong token, stale or replayed");
   prefills_ok_ = &metrics_.GetCounter("smartgen_prefill_requests_total", "Prefills by outcome",
@@ -59,7 +63,7 @@ Status PrefillNode::Warmup(std::int64_t n_tokens) {
   kv::SequenceKv seq(rt_.blocks.get());
   core::Stopwatch watch;
   SG_RETURN_IF_ERROR(rt_.forward->RunOne(&seq, tokens, nullptr).WithContext("start-up prefill"));
-  RecordPrefill(n_tokens, watch.ElapsedSeconds());
+  estimate_.Record(n_tokens, watch.ElapsedSeconds());
   SG_LOG_INFO("prefill", "{}: start-up prefill of {} tokens took {:.0f} ms", config_.name, n_tokens,
               watch.ElapsedMillis());
   return Status::Ok();
@@ -200,24 +204,6 @@ double PrefillNode::LinkRate(transfer::PeerId peer) const {
   return measured > 0 ? measured : config_.link_gbps * 1e9 / 8;
 }
 
-double PrefillNode::EstimatePrefillSeconds(std::int64_t n_tokens) const {
-  const int bucket = std::bit_width(static_cast<std::uint64_t>(n_tokens));
-  std::lock_guard<std::mutex> lock(estimate_mu_);
-  if (ms_per_token_.empty()) return n_tokens * 2e-3;  // before any measurement: 500 tok/s
-  // The nearest measured bucket (attention makes longer prompts slower per token).
-  auto it = ms_per_token_.lower_bound(bucket);
-  if (it == ms_per_token_.end()) --it;
-  return n_tokens * it->second / 1e3;
-}
-
-void PrefillNode::RecordPrefill(std::int64_t n_tokens, double seconds) {
-  const int bucket = std::bit_width(static_cast<std::uint64_t>(n_tokens));
-  const double ms = seconds * 1e3 / static_cast<double>(n_tokens);
-  std::lock_guard<std::mutex> lock(estimate_mu_);
-  auto [it, fresh] = ms_per_token_.emplace(bucket, ms);
-  if (!fresh) it->second = 0.7 * it->second + 0.3 * ms;
-}
-
 NodeInfo PrefillNode::Info() const {
   NodeInfo i;
   i.role = "prefill";
@@ -338,7 +324,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
     // The proactive set is what the link carries while the prefill runs (or a fixed R): the
     // rate the endpoint measured on this link, the configured one until it has measured.
     std::int64_t budget = select::ProactiveBudgetFor(sg_options, full_kv_bytes, LinkRate(peer),
-                                                     EstimatePrefillSeconds(n_prompt));
+                                                     estimate_.Seconds(n_prompt));
     if (sg_options.int8_wire && budget < full_kv_bytes) {
       // The budget is in native block bytes; int8 copies fit more blocks into the same bytes.
       budget = std::min<std::int64_t>(
@@ -415,7 +401,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
     speculative_->Add(id, peer, sg->TakeSpeculative(), sg->SpeculativeSkip(), sg_options.pacing,
                       deadline);
   }
-  RecordPrefill(n_prompt, prefill_ms / 1e3);
+  estimate_.Record(n_prompt, prefill_ms / 1e3);
   prefills_ok_->Increment();
   prompt_tokens_->Increment(static_cast<double>(call.spec.prompt.size()));
   prefill_seconds_->Observe(prefill_ms / 1e3);

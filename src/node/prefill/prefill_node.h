@@ -19,6 +19,8 @@
 // expires; then it is freed.
 #pragma once
 
+#include <httplib.h>
+
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -27,15 +29,14 @@
 #include <string>
 #include <thread>
 
-#include <httplib.h>
-
 #include "core/metrics.h"
 #include "core/result.h"
+#include "node/common/control_messages.h"
 #include "node/common/http_rpc.h"
 #include "node/common/node_config.h"
-#include "node/prefill/prefill_kv_store.h"
-#include "node/common/control_messages.h"
 #include "node/common/protocol.h"
+#include "node/prefill/prefill_estimate.h"
+#include "node/prefill/prefill_kv_store.h"
 #include "node/prefill/speculative_sender.h"
 #include "select/needed_blocks.h"
 #include "transfer/endpoint.h"
@@ -98,14 +99,12 @@ class PrefillNode {
   // The KV link's rate to `peer` in bytes/s: measured by the endpoint, else the configured
   // emulated rate, else 0 (unknown).
   double LinkRate(transfer::PeerId peer) const;
-  // The estimated prefill time of n tokens, from past prefills (ms per token by length).
-  double EstimatePrefillSeconds(std::int64_t n_tokens) const;
-  void RecordPrefill(std::int64_t n_tokens, double seconds);
   // A throwaway prefill of n tokens (NodeConfig::warmup_tokens), recorded as a measurement.
   Status Warmup(std::int64_t n_tokens);
 
   NodeConfig config_;
   NodeRuntime rt_;
+  PrefillEstimate estimate_;  // the measured prefill time, for the proactive budget
   PrefillKvStore store_;
   std::unique_ptr<transfer::Endpoint> endpoint_;
   std::mutex peer_down_mu_;  // OnPeerDown uses endpoint_ under it, unless stopping_
@@ -120,8 +119,6 @@ class PrefillNode {
   // Requests whose KV is held for a decode node, and the link they use.
   std::mutex active_mu_;
   std::map<std::uint64_t, transfer::PeerId> active_;
-  mutable std::mutex estimate_mu_;
-  std::map<int, double> ms_per_token_;  // log2(n_tokens) bucket -> EWMA
 
   std::mutex mu_;
   std::condition_variable cv_;
