@@ -1,5 +1,6 @@
-// Attention: decode (one token's 3 query heads of a GQA group against 4096 cached keys) and
-// causal prefill (a chunk of tokens against itself), f32 and f16 KV, per ISA.
+// Attention: decode (one token's 3 query heads of a GQA group against 4096 cached keys, in
+// cache, and streamed from memory over 96 such KV sets laid out as kv::BlockPool stores them)
+// and causal prefill (a chunk of tokens against itself), f32 and f16 KV, per ISA.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
