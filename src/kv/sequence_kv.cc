@@ -1,5 +1,8 @@
 #include "kv/sequence_kv.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace smartgen::kv {
 
 SequenceKv::SequenceKv(BlockPool* pool) : pool_(pool) {
@@ -7,7 +10,27 @@ SequenceKv::SequenceKv(BlockPool* pool) : pool_(pool) {
 }
 
 SequenceKv::~SequenceKv() {
-  for (const auto& blocks : table_) pool_->Free(blocks);
+  std::vector<BlockId> held;
+  for (const auto& blocks : table_) {
+    for (BlockId id : blocks) {
+      if (id != kNoBlock) held.push_back(id);
+    }
+  }
+  pool_->Free(held);
+}
+
+void SequenceKv::Release(int layer, std::int64_t first, std::int64_t n) {
+  first = std::max<std::int64_t>(first, 0);
+  const std::int64_t end = std::min(n_blocks_, first + std::max<std::int64_t>(n, 0));
+  std::vector<BlockId> freed;
+  for (int head = 0; head < geometry().n_kv_heads; ++head) {
+    std::vector<BlockId>& blocks = table_[TableIndex(layer, head)];
+    for (std::int64_t b = first; b < end; ++b) {
+      if (blocks[b] != kNoBlock) freed.push_back(blocks[b]);
+      blocks[b] = kNoBlock;
+    }
+  }
+  pool_->Free(freed);
 }
 
 Status SequenceKv::Reserve(std::int64_t n_tokens) {
@@ -25,6 +48,30 @@ Status SequenceKv::Reserve(std::int64_t n_tokens) {
   return Status::Ok();
 }
 
+Status SequenceKv::CopyFrom(const SequenceKv& from, std::int64_t n_tokens) {
+  const KvGeometry& g = geometry();
+  const std::int64_t blocks = g.BlocksFor(n_tokens);
+  if (blocks > from.n_blocks()) {
+    return InvalidArgument("fork of {} tokens from a sequence of {} blocks", n_tokens,
+                           from.n_blocks());
+  }
+  SG_RETURN_IF_ERROR(Reserve(n_tokens));
+  for (int layer = 0; layer < g.n_layers; ++layer) {
+    // What `from` gave back (a prefix, for a window layer) is given back here too.
+    std::int64_t released_prefix = 0;
+    while (released_prefix < blocks && from.released(layer, 0, released_prefix)) ++released_prefix;
+    Release(layer, 0, released_prefix);
+    for (int head = 0; head < g.n_kv_heads; ++head) {
+      for (std::int64_t b = released_prefix; b < blocks; ++b) {
+        if (from.released(layer, head, b)) continue;
+        std::memcpy(BlockData(layer, head, b), from.BlockData(layer, head, b), g.block_bytes());
+      }
+    }
+  }
+  n_tokens_ = n_tokens;
+  return Status::Ok();
+}
+
 std::byte* SequenceKv::KRow(int layer, int head, std::int64_t pos) {
   const int bt = geometry().block_tokens;
   return pool_->K(block_id(layer, head, pos / bt)) + (pos % bt) * geometry().row_bytes();
@@ -39,6 +86,7 @@ kernels::KvBlockRef SequenceKv::Ref(int layer, int head, std::int64_t block) con
   const int bt = geometry().block_tokens;
   const BlockId id = block_id(layer, head, block);
   const std::int64_t first = block * bt;
+  if (id == kNoBlock) return {nullptr, nullptr, 0, first};  // released: holds nothing
   const std::int64_t valid = std::min<std::int64_t>(bt, n_tokens_ - first);
   return {pool_->K(id), pool_->V(id), static_cast<std::int32_t>(valid < 0 ? 0 : valid), first};
 }

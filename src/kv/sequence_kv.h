@@ -3,7 +3,8 @@
 // Logical block b of (layer, kv_head) holds positions [b*B, (b+1)*B). Blocks are allocated for
 // every (layer, head) when positions are reserved, and returned to the pool on destruction.
 // Positions [0, n_tokens()) hold valid K/V; a node that receives blocks over the network may
-// mark them valid itself (set_n_tokens) once their bytes are written.
+// mark them valid itself (set_n_tokens) once their bytes are written. Blocks a sequence will
+// never hold can be given back early (Release).
 //
 // Thread-safety: not synchronised. The forward pass writes rows of different (layer, head)
 // from different threads, which is safe; Reserve() must not race with readers.
@@ -35,6 +36,22 @@ class SequenceKv {
   // Positions with blocks allocated.
   std::int64_t capacity_tokens() const { return n_blocks_ * geometry().block_tokens; }
   std::int64_t n_blocks() const { return n_blocks_; }
+
+  // Returns blocks [first, first + n) of every head of `layer` to the pool (clamped to the
+  // blocks reserved): KV this sequence will never hold, e.g. a sliding-window layer's blocks
+  // before its window on a decode node. Their ids become kNoBlock; Ref gives them no data
+  // pointers and no valid tokens, and nothing may write them (BlockData is not valid there).
+  void Release(int layer, std::int64_t first, std::int64_t n);
+  bool released(int layer, int head, std::int64_t block) const {
+    return block_id(layer, head, block) == kNoBlock;
+  }
+
+  // A fork: reserves positions [0, n_tokens) here and copies `from`'s blocks that hold them
+  // (same geometry; `from` has them reserved; a block `from` released is released here too),
+  // then sets n_tokens() = n_tokens. The two
+  // sequences then go on independently. Rows of the last block at or past n_tokens are copied
+  // too and are not valid until written. kResourceExhausted as Reserve.
+  Status CopyFrom(const SequenceKv& from, std::int64_t n_tokens);
 
   // Positions [0, n_tokens()) hold valid K/V.
   std::int64_t n_tokens() const { return n_tokens_; }

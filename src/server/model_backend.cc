@@ -38,22 +38,6 @@ Result<std::unique_ptr<ModelBackend>> ModelBackend::Load(const std::string& path
   return b;
 }
 
-Status ModelBackend::ForkKv(const kv::SequenceKv& from, kv::SequenceKv* to) {
-  const kv::KvGeometry& g = from.geometry();
-  SG_RETURN_IF_ERROR(to->Reserve(from.n_tokens()));
-  const std::int64_t blocks = g.BlocksFor(from.n_tokens());
-  for (int layer = 0; layer < g.n_layers; ++layer) {
-    for (int head = 0; head < g.n_kv_heads; ++head) {
-      for (std::int64_t b = 0; b < blocks; ++b) {
-        std::memcpy(to->BlockData(layer, head, b), from.BlockData(layer, head, b),
-                    g.block_bytes());
-      }
-    }
-  }
-  to->set_n_tokens(from.n_tokens());
-  return Status::Ok();
-}
-
 Result<GenerationResult> ModelBackend::Generate(const GenerationRequest& request,
                                                 const TokenSink& on_token) {
   if (!request.transfer_mode.empty() && request.transfer_mode != "colocated") {
@@ -120,7 +104,8 @@ Result<GenerationResult> ModelBackend::Generate(const GenerationRequest& request
   }
   SG_RETURN_IF_ERROR(forward_->RunOne(choices[0].seq.get(), request.prompt, &choices[0].logits));
   for (int i = 1; i < n; ++i) {
-    SG_RETURN_IF_ERROR(ForkKv(*choices[0].seq, choices[static_cast<std::size_t>(i)].seq.get()));
+    SG_RETURN_IF_ERROR(choices[static_cast<std::size_t>(i)].seq->CopyFrom(
+        *choices[0].seq, choices[0].seq->n_tokens()));
     choices[static_cast<std::size_t>(i)].logits = choices[0].logits;
   }
   prefill_ms = watch.ElapsedMillis();

@@ -67,8 +67,6 @@ class ModelBackend final : public CompletionBackend {
   };
 
   ModelBackend() = default;
-  // Copies the KV of `from`'s positions into the empty `to`.
-  static Status ForkKv(const kv::SequenceKv& from, kv::SequenceKv* to);
 
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<core::ThreadPool> pool_;

@@ -1,5 +1,7 @@
 #include "server/router_backend.h"
 
+#include <algorithm>
+
 namespace smartgen::server {
 
 std::string RouterBackend::model_name() const {
@@ -14,6 +16,7 @@ Result<GenerationResult> RouterBackend::Generate(const GenerationRequest& reques
   rq.spec.max_tokens = request.max_tokens;
   rq.spec.sampling = request.sampling;
   rq.spec.stop_at_eog = !request.ignore_eos;
+  rq.spec.n = std::max(request.n, 1);  // one prefill and one KV transfer for all of them
   rq.mode = request.transfer_mode;
   if (request.extension.is_object()) {
     const nlohmann::json& ext = request.extension;
@@ -44,9 +47,9 @@ Result<GenerationResult> RouterBackend::Generate(const GenerationRequest& reques
   rq.deadline = request.deadline;
   // The client leaving ends the request on the nodes within about a second (router.h).
   rq.cancelled = [cancel = request.cancel] { return cancel && cancel->cancelled(); };
-  const node::Router::TokenSink sink = [&on_token](std::int32_t t,
-                                                   const model::TokenLogprobs* logprobs) {
-    return on_token(GeneratedToken(t, 0, logprobs));
+  const node::Router::ChoiceSink sink = [&on_token](int choice, std::int32_t t,
+                                                    const model::TokenLogprobs* logprobs) {
+    return on_token(GeneratedToken(t, choice, logprobs));
   };
   SG_ASSIGN_OR_RETURN(node::RouteResult r, router_->Generate(rq, sink));
   GenerationResult out;

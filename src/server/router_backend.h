@@ -19,10 +19,10 @@ class RouterBackend final : public CompletionBackend {
   std::int64_t context_length() const override { return router_->context_length(); }
   // The sampling fields travel to both nodes in node::GenerationSpec, and each token's
   // log-probabilities come back on the decode stream (token 1's from the prefill node over the
-  // KV link); n > 1 is n routed requests (the prompt's KV is not shared across them: each is
-  // prefilled on a prefill node).
+  // KV link); n > 1 choices are one routed request: one prefill, one KV transfer, and the
+  // decode node forks the prompt's KV into each choice (node/decode/decode_node.h).
   BackendFeatures features() const override {
-    return {.logprobs = true, .logit_processing = true, .ignore_eos = true, .choices = false};
+    return {.logprobs = true, .logit_processing = true, .ignore_eos = true, .choices = true};
   }
   Result<GenerationResult> Generate(const GenerationRequest& request,
                                             const TokenSink& on_token) override;

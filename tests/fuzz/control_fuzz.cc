@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (size < 4) return 0;
     std::uint32_t type;
     std::memcpy(&type, data, 4);
-    type %= 8;  // the known types and a few unknown ones
+    type %= 10;  // the known types and a few unknown ones
     const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data + 4), size - 4);
     auto m = n::DecodeControl(type, bytes);
     if (m.ok() && m->type != n::ControlType::kPrefillFailed) {

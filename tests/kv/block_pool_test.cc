@@ -90,5 +90,48 @@ TEST(SequenceKv, FullPoolFailsReserveWithoutPartialAllocation) {
   EXPECT_EQ(seq.n_blocks(), 0);
 }
 
+TEST(SequenceKv, ReleasedBlocksGoBackToThePoolAndForksCopyTheRest) {
+  BlockPool pool(SmallGeometry(KvDType::kF32), 100);
+  const KvGeometry& g = pool.geometry();
+  SequenceKv seq(&pool);
+  ASSERT_TRUE(seq.Reserve(10).ok());  // 3 blocks x 2 layers x 3 heads
+  EXPECT_EQ(pool.used(), 18);
+  for (int l = 0; l < 2; ++l) {
+    for (int h = 0; h < 3; ++h) {
+      for (std::int64_t b = 0; b < 3; ++b) {
+        std::memset(seq.BlockData(l, h, b), 1 + l * 9 + h * 3 + static_cast<int>(b),
+                    g.block_bytes());
+      }
+    }
+  }
+  seq.set_n_tokens(10);
+  seq.Release(/*layer=*/0, 0, 2);  // layer 0 keeps only its last block
+  EXPECT_EQ(pool.used(), 12);
+  EXPECT_TRUE(seq.released(0, 2, 1));
+  EXPECT_FALSE(seq.released(0, 2, 2));
+  EXPECT_FALSE(seq.released(1, 0, 0));
+  const kernels::KvBlockRef gone = seq.Ref(0, 1, 0);
+  EXPECT_EQ(gone.k, nullptr);
+  EXPECT_EQ(gone.n_tokens, 0);
+  seq.Release(0, 1, 1);  // releasing twice is a no-op
+  seq.Release(1, 3, 5);  // past the reserved blocks: nothing
+  EXPECT_EQ(pool.used(), 12);
+  {
+    // A fork holds the same bytes, and gives back what its source gave back.
+    SequenceKv fork(&pool);
+    ASSERT_TRUE(fork.Reserve(12).ok());
+    ASSERT_TRUE(fork.CopyFrom(seq, 10).ok());
+    EXPECT_EQ(fork.n_tokens(), 10);
+    EXPECT_TRUE(fork.released(0, 0, 1));
+    EXPECT_EQ(pool.used(), 12 + 12);
+    EXPECT_EQ(std::memcmp(fork.BlockData(1, 2, 1), seq.BlockData(1, 2, 1), g.block_bytes()), 0);
+    EXPECT_EQ(std::memcmp(fork.BlockData(0, 1, 2), seq.BlockData(0, 1, 2), g.block_bytes()), 0);
+    // Writes to the fork stay in the fork.
+    std::memset(fork.KRow(1, 0, 9), 0x7f, g.row_bytes());
+    EXPECT_NE(std::memcmp(fork.BlockData(1, 0, 2), seq.BlockData(1, 0, 2), g.block_bytes()), 0);
+  }
+  EXPECT_EQ(pool.used(), 12);
+}
+
 }  // namespace
 }  // namespace smartgen::kv

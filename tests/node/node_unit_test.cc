@@ -2,14 +2,15 @@
 // machine (driven with explicit times), the KV-link control-message codec (every malformed
 // kind), the decode stream's token events and the sampling codec, and the router's ordered
 // delivery.
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "node/common/control_messages.h"
 #include "node/common/generation_spec.h"
 #include "node/common/protocol.h"
+#include "node/decode/decode_kv_store.h"
 #include "node/decode/request_state.h"
 #include "node/router/ordered_delivery.h"
 
@@ -83,6 +84,7 @@ TEST(ControlMessages, EveryKindRoundTrips) {
       ControlMessage::Manifest(7, 3, {{3, 1, 9}, {3, 0, 2}}),
       ControlMessage::Requested(7, {{0, 1, 2}, {5, 0, 7}}),
       ControlMessage::FirstStepManifest(7, 2, {{2, 1, 4}, {2, 0, 0}}),
+      ControlMessage::ChoiceTokens(7, {42, 43}),
   };
   for (const ControlMessage& m : all) {
     const std::vector<std::byte> wire = EncodeControl(m);
@@ -232,6 +234,114 @@ TEST(OrderedDelivery, AClientThatLeavesCancelsExceptAtTheLastToken) {
   EXPECT_TRUE(done.Push(0, 1));
   EXPECT_TRUE(done.Push(1, 2));  // the sink said stop at the request's last token: complete
   EXPECT_FALSE(done.cancelled());
+}
+
+TEST(ControlMessages, ChoiceTokensCarryEveryOtherChoicesFirstToken) {
+  model::TokenLogprobs a{-0.25f, {{9, -0.25f}, {3, -2.0f}}}, b{-1.5f, {{4, -0.5f}}};
+  const auto wire = EncodeControl(ControlMessage::ChoiceTokens(7, {42, 43}, {a, b}));
+  auto back = DecodeControl(static_cast<std::uint32_t>(ControlType::kChoiceTokens), wire);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->request_id, 7u);
+  EXPECT_EQ(back->choice_tokens, (std::vector<std::int32_t>{42, 43}));
+  ASSERT_EQ(back->choice_logprobs.size(), 2u);
+  EXPECT_EQ(back->choice_logprobs[1].logprob, -1.5f);
+  EXPECT_EQ(back->choice_logprobs[0].top, a.top);
+  auto plain = DecodeControl(8, EncodeControl(ControlMessage::ChoiceTokens(7, {42})));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_TRUE(plain->choice_logprobs.empty());
+  // Short, long, negative tokens and a bad flag are refused.
+  for (std::size_t cut = 1; cut < wire.size(); ++cut) {
+    EXPECT_FALSE(DecodeControl(8, std::span(wire).first(wire.size() - cut)).ok()) << cut;
+  }
+  std::vector<std::byte> longer = wire;
+  longer.push_back(std::byte{0});
+  EXPECT_FALSE(DecodeControl(8, longer).ok());
+  EXPECT_FALSE(DecodeControl(8, EncodeControl(ControlMessage::ChoiceTokens(7, {-3}))).ok());
+  std::vector<std::byte> flag = EncodeControl(ControlMessage::ChoiceTokens(7, {42}));
+  flag.back() = std::byte{2};
+  EXPECT_FALSE(DecodeControl(8, flag).ok());
+}
+
+TEST(DecodeEvents, TokensNameTheirChoiceAndSpecsTheirCount) {
+  auto ev = ParseDecodeEvent(ToJson(DecodeEvent::Token(3, 17, nullptr, 2)));
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  EXPECT_EQ(ev->choice, 2);
+  EXPECT_EQ(ev->index, 3);
+  EXPECT_FALSE(ToJson(DecodeEvent::Token(3, 17)).contains("choice"));  // choice 0: as before
+  nlohmann::json bad = ToJson(DecodeEvent::Token(3, 17));
+  bad["choice"] = kMaxChoices;
+  EXPECT_FALSE(ParseDecodeEvent(bad).ok());
+
+  GenerationSpec spec;
+  spec.prompt = {1, 2, 3};
+  spec.n = 4;
+  auto back = ParseGenerationSpec(ToJson(spec), "spec");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->n, 4);
+  EXPECT_EQ(spec.ChoiceSampling(3).seed, spec.sampling.seed + 3);
+  spec.n = 1;
+  EXPECT_FALSE(ToJson(spec).contains("n"));
+  for (int n : {0, kMaxChoices + 1}) {
+    spec.n = n;
+    EXPECT_FALSE(ParseGenerationSpec(ToJson(spec), "spec").ok()) << n;
+  }
+  spec.n = 2;
+  spec.forced_tokens = {5};
+  EXPECT_FALSE(ParseGenerationSpec(ToJson(spec), "spec").ok());  // teacher forcing: one choice
+}
+
+TEST(DecodeKvStore, BlocksBeforeAWindowGoBackToThePool) {
+  kv::BlockPool pool(kv::KvGeometry{2, 2, 8, 16, kv::KvDType::kF32}, 100);
+  DecodeKvStore store(&pool);
+  // 40 prompt tokens + 8 out: 3 blocks per (layer, head). Layer 0 slides and needs only its
+  // last block, layer 1 every block.
+  const std::int64_t first_needed[] = {2, 0};
+  auto e = store.Add(1, 40, 48, /*decodes_early=*/false, first_needed);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(pool.used(), 3 * 2 * 2 - 2 * 2);
+  EXPECT_TRUE((*e)->kv.released(0, 1, 1));
+  EXPECT_FALSE((*e)->kv.released(0, 1, 2));
+  EXPECT_EQ((*e)->residency.needed_total(), 1 * 2 + 3 * 2);
+  store.Remove(1);
+  e->reset();
+  EXPECT_EQ(pool.used(), 0);
+}
+
+TEST(OrderedDelivery, EachChoiceIsItsOwnOrderedRun) {
+  std::vector<std::vector<std::int32_t>> got(3);
+  OrderedDelivery d(
+      OrderedDelivery::ChoiceSink([&](int c, std::int32_t t, const model::TokenLogprobs*) {
+        got[c].push_back(t);
+        return !(c == 1 && t == 21);  // choice 1 stops at its second token
+      }),
+      0, 3, 3);
+  EXPECT_TRUE(d.PushChoice(2, 1, 31));  // waits for choice 2's token 0
+  EXPECT_TRUE(d.PushChoice(0, 0, 10));
+  EXPECT_TRUE(d.PushChoice(1, 0, 20));
+  EXPECT_TRUE(d.PushChoice(1, 1, 21));  // choice 1 ends early: the others go on
+  EXPECT_TRUE(d.PushChoice(1, 2, 22));  // dropped: choice 1 has ended
+  EXPECT_TRUE(d.PushChoice(2, 0, 30));
+  EXPECT_TRUE(d.PushChoice(0, 0, 10));  // a duplicate
+  EXPECT_TRUE(d.PushChoice(5, 0, 50));  // no such choice: dropped
+  EXPECT_TRUE(d.PushChoice(0, 1, 11));
+  EXPECT_TRUE(d.PushChoice(0, 2, 12));  // choice 0 is complete
+  EXPECT_FALSE(d.complete());
+  EXPECT_EQ(d.delivered(), 3);
+  // The last choice ends: every choice has, one before its end - the client has what it wants.
+  EXPECT_FALSE(d.PushChoice(2, 2, 32));
+  EXPECT_TRUE(d.complete());
+  EXPECT_TRUE(d.cancelled());
+  EXPECT_EQ(got[0], (std::vector<std::int32_t>{10, 11, 12}));
+  EXPECT_EQ(got[1], (std::vector<std::int32_t>{20, 21}));
+  EXPECT_EQ(got[2], (std::vector<std::int32_t>{30, 31, 32}));
+  // Every choice run to its end is complete, not cancelled.
+  OrderedDelivery all(OrderedDelivery::ChoiceSink(
+                          [](int, std::int32_t, const model::TokenLogprobs*) { return true; }),
+                      0, 1, 2);
+  EXPECT_TRUE(all.PushChoice(0, 0, 1));
+  EXPECT_TRUE(all.PushChoice(1, 0, 1));
+  EXPECT_TRUE(all.complete());
+  EXPECT_FALSE(all.cancelled());
 }
 
 }  // namespace

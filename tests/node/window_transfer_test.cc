@@ -5,8 +5,10 @@
 // for a block it will never receive (no fallback, no local recompute).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "model/model.h"
@@ -120,6 +122,11 @@ TEST_F(WindowDeployment, EveryModeGivesColocatedTokensAndSendsOnlyTheWindows) {
           << stats.dump();
       EXPECT_FALSE(stats.value("recomputed_locally", false)) << mode << "\n" << stats.dump();
       if (std::string(mode) == "colocated") continue;
+      // The KV of the blocks that never come went back to the decode node's pool.
+      EXPECT_EQ(stats.value("kv_blocks_released", -1),
+                aware ? needed.grid.total() - needed.Total() : 0)
+          << mode << "\n"
+          << stats.dump();
       const double received = stats["kv_bytes_received"].get<double>();
       const double want_bytes = aware ? needed_bytes : full_bytes;
       EXPECT_EQ(stats["prefill"]["stats"]["kv_bytes_needed"].get<double>(), want_bytes) << mode;
@@ -136,6 +143,36 @@ TEST_F(WindowDeployment, EveryModeGivesColocatedTokensAndSendsOnlyTheWindows) {
       }
     }
   }
+}
+
+// Choices fork a prompt KV whose blocks before the windows were given back: each choice's copy
+// holds only the needed blocks, and every block is back in the pool afterwards.
+TEST_F(WindowDeployment, ChoicesForkOnlyTheNeededBlocks) {
+  const auto prompt = GemmaPrompt(300);
+  const auto want = testing::ReferenceTokens(GemmaModelPath(), prompt, 8);
+  const json exact_sg = {
+      {"budget_fraction", 1.0}, {"proactive_ratio", 8.0}, {"wait_bound_ms", 1e6}};
+  for (const char* mode : {"full", "smartgen", "colocated"}) {
+    RouteRequest rq = testing::TestRequest(mode, prompt, 8);
+    rq.spec.n = 2;
+    if (std::string(mode) == "smartgen") rq.spec.options = exact_sg;
+    std::vector<std::vector<std::int32_t>> got(2);
+    auto r = router_->Generate(
+        rq, Router::ChoiceSink([&](int c, std::int32_t t, const model::TokenLogprobs*) {
+          got.at(static_cast<std::size_t>(c)).push_back(t);
+          return true;
+        }));
+    ASSERT_TRUE(r.ok()) << mode << ": " << r.status().ToString();
+    EXPECT_EQ(got[0], want) << mode;
+    EXPECT_EQ(got[1], want) << mode;
+  }
+  const core::Deadline until = core::Deadline::After(core::Seconds(5));
+  while (decode_->MetricsText().find("\nsmartgen_decode_kv_blocks_used 0\n") == std::string::npos &&
+         !until.Expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(decode_->MetricsText().find("\nsmartgen_decode_kv_blocks_used 0\n"), std::string::npos)
+      << decode_->MetricsText();
 }
 
 TEST_F(WindowDeployment, AutoWeighsTheNeededBytes) {

@@ -228,7 +228,8 @@ TEST_F(HttpDeployment, KillingAPrefillNodeStillAnswersCorrectly) {
 
 // The sampling fields beyond the basics travel to both nodes (node::GenerationSpec): every
 // transfer mode draws the same tokens with them, and not the tokens drawn without them; n = 2
-// through the router is two routed requests, choice i drawn with seed + i.
+// through the router is one routed request (one prefill, the KV forked on the decode node),
+// choice i drawn with seed + i.
 TEST_F(HttpDeployment, SamplingFieldsAndChoicesWorkInEveryMode) {
   const auto prompt = Prompt(120, 4);
   auto body = [&](const char* mode, bool with_fields, int n, int seed) {
@@ -268,6 +269,53 @@ TEST_F(HttpDeployment, SamplingFieldsAndChoicesWorkInEveryMode) {
       testing::PostJson(server_->port(), "/v1/completions", body("layerwise", false, 1, 11));
   ASSERT_EQ(plain.status, 200) << plain.body;
   EXPECT_NE(plain.body_json["smartgen"]["token_ids"], outputs[0][0]);
+}
+
+// A stream of n = 3 choices through the router: every chunk names its choice's index as
+// OpenAI's do, each choice has its own tokens, log-probabilities and finish_reason, and the
+// usage counts the prompt once.
+TEST_F(HttpDeployment, StreamedChoicesNameTheirIndexInFullAndSmartgen) {
+  const auto prompt = Prompt(90, 8);
+  for (const char* mode : {"full", "smartgen"}) {
+    SCOPED_TRACE(mode);
+    json ext = {{"mode", mode}};
+    if (std::string(mode) == "smartgen") {
+      ext["options"] = {{"budget_fraction", 1.0}, {"proactive_ratio", 8.0}};
+    }
+    const json body = {{"prompt", prompt}, {"max_tokens", 6},
+                       {"temperature", 0}, {"n", 3},
+                       {"logprobs", 1},    {"ignore_eos", true},
+                       {"stream", true},   {"stream_options", {{"include_usage", true}}},
+                       {"smartgen", ext}};
+    const testing::StreamReply r = testing::PostStream(server_->port(), "/v1/completions", body);
+    ASSERT_EQ(r.status, 200) << r.raw.substr(0, 400);
+    EXPECT_TRUE(r.done_last);
+    std::vector<std::string> text(3);
+    std::vector<int> logprobs(3, 0);
+    std::vector<std::string> finish(3);
+    json usage;
+    for (const json& chunk : r.chunks) {
+      if (chunk.contains("usage") && !chunk["usage"].is_null()) usage = chunk["usage"];
+      for (const json& c : chunk.value("choices", json::array())) {
+        const int i = c["index"].get<int>();
+        ASSERT_TRUE(i >= 0 && i < 3) << chunk.dump();
+        text[i] += c.value("text", "");
+        if (c.contains("logprobs") && c["logprobs"].is_object()) {
+          logprobs[i] += static_cast<int>(c["logprobs"]["tokens"].size());
+        }
+        if (c.contains("finish_reason") && c["finish_reason"].is_string())
+          finish[i] = c["finish_reason"];
+      }
+    }
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(text[i], text[0]) << "choice " << i;  // greedy: the same answer
+      EXPECT_EQ(logprobs[i], 6) << "choice " << i;
+      EXPECT_EQ(finish[i], "length") << "choice " << i;
+    }
+    ASSERT_TRUE(usage.is_object()) << r.raw.substr(0, 400);
+    EXPECT_EQ(usage["prompt_tokens"], 90);
+    EXPECT_EQ(usage["completion_tokens"], 18);
+  }
 }
 
 // logprobs through the router: token 1's come from the prefill node (over the KV link), the

@@ -64,6 +64,35 @@ Status GetKeys(Reader& r, ControlType type, int fields, int layer,
   return Status::Ok();
 }
 
+void PutLogprobs(Writer& w, const model::TokenLogprobs& lp) {
+  w.Put(lp.logprob);
+  w.Put(static_cast<std::uint32_t>(lp.top.size()));
+  for (const auto& [id, value] : lp.top) {
+    w.Put(id);
+    w.Put(value);
+  }
+}
+
+// f32 logprob, u32 n, n x (i32 id, f32 logprob); `exact`: those bytes are all that is left.
+Status GetLogprobs(Reader& r, bool exact, model::TokenLogprobs* lp) {
+  std::uint32_t n = 0;
+  SG_RETURN_IF_ERROR(r.Get(&lp->logprob));
+  SG_RETURN_IF_ERROR(r.Get(&n));
+  if (n > static_cast<std::uint32_t>(model::kMaxTopLogprobs) || r.left() < n * 8u ||
+      (exact && r.left() != n * 8u)) {
+    return DataLoss("{} top log-probabilities in {} bytes", n, r.left());
+  }
+  lp->top.clear();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::int32_t id = 0;
+    float value = 0;
+    SG_RETURN_IF_ERROR(r.Get(&id));
+    SG_RETURN_IF_ERROR(r.Get(&value));
+    lp->top.emplace_back(id, value);
+  }
+  return Status::Ok();
+}
+
 ControlMessage Header(ControlType type, std::uint64_t id) {
   ControlMessage m;
   m.type = type;
@@ -82,6 +111,8 @@ std::string_view ControlTypeName(ControlType type) {
     case ControlType::kRequested: return "requested";
     case ControlType::kPrefillStarted: return "prefill_started";
     case ControlType::kFirstStepManifest: return "first_step_manifest";
+    case ControlType::kChoiceTokens:
+      return "choice_tokens";
   }
   return "unknown";
 }
@@ -136,6 +167,14 @@ ControlMessage ControlMessage::Requested(std::uint64_t id, std::vector<kv::Block
   return m;
 }
 
+ControlMessage ControlMessage::ChoiceTokens(std::uint64_t id, std::vector<std::int32_t> tokens,
+                                            std::vector<model::TokenLogprobs> logprobs) {
+  ControlMessage m = Header(ControlType::kChoiceTokens, id);
+  m.choice_tokens = std::move(tokens);
+  m.choice_logprobs = std::move(logprobs);
+  return m;
+}
+
 std::vector<std::byte> EncodeControl(const ControlMessage& m) {
   Writer w;
   w.Put(m.request_id);
@@ -148,14 +187,13 @@ std::vector<std::byte> EncodeControl(const ControlMessage& m) {
     case ControlType::kPrefillDone:
       w.Put(m.first_token);
       w.Put(m.n_prompt);
-      if (m.first_logprobs) {
-        w.Put(m.first_logprobs->logprob);
-        w.Put(static_cast<std::uint32_t>(m.first_logprobs->top.size()));
-        for (const auto& [id, lp] : m.first_logprobs->top) {
-          w.Put(id);
-          w.Put(lp);
-        }
-      }
+      if (m.first_logprobs) PutLogprobs(w, *m.first_logprobs);
+      break;
+    case ControlType::kChoiceTokens:
+      w.Put(static_cast<std::uint32_t>(m.choice_tokens.size()));
+      for (std::int32_t t : m.choice_tokens) w.Put(t);
+      w.Put(static_cast<std::uint8_t>(m.choice_logprobs.empty() ? 0 : 1));
+      for (const model::TokenLogprobs& lp : m.choice_logprobs) PutLogprobs(w, lp);
       break;
     case ControlType::kPrefillFailed: {
       const std::string text = m.failure.ToString().substr(0, kMaxFailureText);
@@ -187,7 +225,7 @@ std::vector<std::byte> EncodeControl(const ControlMessage& m) {
 }
 
 Result<ControlMessage> DecodeControl(std::uint32_t type, std::span<const std::byte> bytes) {
-  if (type < 1 || type > static_cast<std::uint32_t>(ControlType::kFirstStepManifest)) {
+  if (type < 1 || type > static_cast<std::uint32_t>(ControlType::kChoiceTokens)) {
     return DataLoss("unknown control message type {}", type);
   }
   ControlMessage m;
@@ -208,22 +246,34 @@ Result<ControlMessage> DecodeControl(std::uint32_t type, std::span<const std::by
       }
       if (r.left() > 0) {  // token 1's log-probabilities
         model::TokenLogprobs lp;
-        std::uint32_t n = 0;
-        SG_RETURN_IF_ERROR(r.Get(&lp.logprob));
-        SG_RETURN_IF_ERROR(r.Get(&n));
-        if (n > static_cast<std::uint32_t>(model::kMaxTopLogprobs) || r.left() != n * 8u) {
-          return DataLoss("prefill_done with {} top log-probabilities in {} bytes", n, r.left());
-        }
-        for (std::uint32_t i = 0; i < n; ++i) {
-          std::int32_t id = 0;
-          float value = 0;
-          SG_RETURN_IF_ERROR(r.Get(&id));
-          SG_RETURN_IF_ERROR(r.Get(&value));
-          lp.top.emplace_back(id, value);
-        }
+        SG_RETURN_IF_ERROR(GetLogprobs(r, /*exact=*/true, &lp).WithContext("prefill_done"));
         m.first_logprobs = std::move(lp);
       }
       break;
+    case ControlType::kChoiceTokens: {
+      std::uint32_t n = 0;
+      SG_RETURN_IF_ERROR(r.Get(&n));
+      if (n > 1024 || r.left() < std::size_t{n} * 4 + 1) {
+        return DataLoss("choice_tokens of {} tokens in {} bytes", n, r.left());
+      }
+      m.choice_tokens.resize(n);
+      for (std::int32_t& t : m.choice_tokens) {
+        SG_RETURN_IF_ERROR(r.Get(&t));
+        if (t < 0) return DataLoss("choice_tokens with token {}", t);
+      }
+      std::uint8_t has_logprobs = 0;
+      SG_RETURN_IF_ERROR(r.Get(&has_logprobs));
+      if (has_logprobs > 1 || (has_logprobs == 1 && n == 0)) {
+        return DataLoss("choice_tokens of {} tokens with log-probability flag {}", n, has_logprobs);
+      }
+      if (has_logprobs) {
+        m.choice_logprobs.resize(n);
+        for (model::TokenLogprobs& lp : m.choice_logprobs) {
+          SG_RETURN_IF_ERROR(GetLogprobs(r, /*exact=*/false, &lp).WithContext("choice_tokens"));
+        }
+      }
+      break;
+    }
     case ControlType::kPrefillFailed: {
       std::uint32_t code = 0, n = 0;
       SG_RETURN_IF_ERROR(r.Get(&code));

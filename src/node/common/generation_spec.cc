@@ -81,6 +81,7 @@ json ToJson(const GenerationSpec& v) {
   json j = {{"prompt", v.prompt}, {"max_tokens", v.max_tokens}, {"sampling", ToJson(v.sampling)},
             {"stop_at_eog", v.stop_at_eog}, {"options", v.options}};
   if (!v.forced_tokens.empty()) j["forced_tokens"] = v.forced_tokens;
+  if (v.n != 1) j["n"] = v.n;
   return j;
 }
 
@@ -105,6 +106,14 @@ Result<GenerationSpec> ParseGenerationSpec(const json& j, const char* what) {
     if (t < 0) return InvalidArgument("{}: forced token {} is negative", what, t);
   }
   SG_RETURN_IF_ERROR(f.Optional("options", &v.options));
+  SG_RETURN_IF_ERROR(f.Optional("n", &v.n));
+  if (v.n < 1 || v.n > kMaxChoices) {
+    return InvalidArgument("{}: n {} is outside [1, {}]", what, v.n, kMaxChoices);
+  }
+  if (v.n > 1 && v.teacher_forced()) {
+    return InvalidArgument("{}: teacher forcing (forced_tokens) takes one choice, not n = {}", what,
+                           v.n);
+  }
   return v;
 }
 

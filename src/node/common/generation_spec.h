@@ -21,13 +21,26 @@
 
 namespace smartgen::node {
 
+// Most choices (OpenAI's `n`) one request may ask for.
+inline constexpr int kMaxChoices = 16;
+
 struct GenerationSpec {
   std::vector<std::int32_t> prompt;        // token ids, not empty
-  int max_tokens = 16;                     // >= 1
+  int max_tokens = 16;                     // >= 1, per choice
+  // Choices generated from the one prompt (OpenAI's `n`), [1, kMaxChoices]: one prefill, one
+  // KV transfer; choice i samples with seed sampling.seed + i. Not with teacher forcing.
+  int n = 1;
   model::SamplingParams sampling;
   bool stop_at_eog = true;                 // false: an end-of-generation token does not stop it
   std::vector<std::int32_t> forced_tokens; // teacher forcing (above); empty = off
   nlohmann::json options;                  // mode-specific options (SmartGen budgets); or null
+
+  // The sampling of choice i: seed + i (so choice 0 samples as a one-choice request).
+  model::SamplingParams ChoiceSampling(int choice) const {
+    model::SamplingParams p = sampling;
+    p.seed += static_cast<std::uint64_t>(choice);
+    return p;
+  }
 
   bool teacher_forced() const { return !forced_tokens.empty(); }
   // The token emitted at output index i: the forced one while there are any, else `own`.
@@ -39,8 +52,9 @@ struct GenerationSpec {
 nlohmann::json ToJson(const model::SamplingParams& v);
 Result<model::SamplingParams> ParseSamplingParams(const nlohmann::json& j);
 
-// {"prompt": [...], "max_tokens": n, "sampling": {...}, "stop_at_eog": b,
-//  "forced_tokens": [...], "options": {...}}; `what` names the message in errors.
+// {"prompt": [...], "max_tokens": n, "n": choices, "sampling": {...}, "stop_at_eog": b,
+//  "forced_tokens": [...], "options": {...}} ("n" only when > 1); `what` names the message in
+// errors.
 nlohmann::json ToJson(const GenerationSpec& v);
 Result<GenerationSpec> ParseGenerationSpec(const nlohmann::json& j, const char* what);
 

@@ -112,11 +112,12 @@ Result<DecodeCall> ParseDecodeCall(const json& j) {
 
 DecodeEvent DecodeEvent::Accepted() { return DecodeEvent(); }
 
-DecodeEvent DecodeEvent::Token(int index, std::int32_t token,
-                               const model::TokenLogprobs* logprobs) {
+DecodeEvent DecodeEvent::Token(int index, std::int32_t token, const model::TokenLogprobs* logprobs,
+                               int choice) {
   DecodeEvent e;
   e.kind = Kind::kToken;
   e.index = index;
+  e.choice = choice;
   e.token = token;
   if (logprobs) e.logprobs = *logprobs;
   return e;
@@ -144,6 +145,7 @@ json ToJson(const DecodeEvent& v) {
     case DecodeEvent::Kind::kAlive: return {{"event", "alive"}};
     case DecodeEvent::Kind::kToken: {
       json j = {{"event", "token"}, {"index", v.index}, {"token", v.token}};
+      if (v.choice != 0) j["choice"] = v.choice;
       if (v.logprobs) {
         j["logprob"] = v.logprobs->logprob;
         json top = json::array();
@@ -174,6 +176,10 @@ Result<DecodeEvent> ParseDecodeEvent(const json& j) {
     v.kind = DecodeEvent::Kind::kToken;
     SG_RETURN_IF_ERROR(f.Required("index", &v.index));
     SG_RETURN_IF_ERROR(f.Required("token", &v.token));
+    SG_RETURN_IF_ERROR(f.Optional("choice", &v.choice));
+    if (v.choice < 0 || v.choice >= kMaxChoices) {
+      return InvalidArgument("decode event: choice {} is outside [0, {})", v.choice, kMaxChoices);
+    }
     if (j.contains("logprob")) {
       model::TokenLogprobs lp;
       SG_RETURN_IF_ERROR(f.Required("logprob", &lp.logprob));

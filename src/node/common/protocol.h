@@ -72,17 +72,18 @@ struct DecodeEvent {
   // kAlive: a keep-alive line (http_rpc.h kStreamAliveInterval), nothing else.
   enum class Kind { kAccepted, kToken, kDone, kError, kAlive } kind = Kind::kAccepted;
   int index = 0;                 // kToken: position in the output (0 = first token)
+  int choice = 0;                // kToken: which of the request's n choices, [0, n)
   std::int32_t token = -1;       // kToken
   // kToken, when the request asked (sampling.logprobs >= 0): {"logprob": lp, "top": [[id, lp]]}
   std::optional<model::TokenLogprobs> logprobs;
-  std::string finish_reason;     // kDone: "length" | "stop" | "cancelled"
-  nlohmann::json stats;          // kDone
+  std::string finish_reason;          // kDone: "length" | "stop" | "cancelled" (n > 1: of all)
+  nlohmann::json stats;               // kDone (n > 1: "finish_reasons", one per choice)
   StatusCode code = StatusCode::kOk;  // kError
   std::string message;                // kError
 
   static DecodeEvent Accepted();
   static DecodeEvent Token(int index, std::int32_t token,
-                           const model::TokenLogprobs* logprobs = nullptr);
+                           const model::TokenLogprobs* logprobs = nullptr, int choice = 0);
   static DecodeEvent Done(std::string finish_reason, nlohmann::json stats);
   static DecodeEvent Error(const Status& status);
 };

@@ -156,13 +156,18 @@ void DecodeEngine::Admit(std::vector<std::unique_ptr<Seq>>* waiting) {
       Finish(*seq, r.status, "");
       continue;
     }
+    if (r.kv != nullptr) {
+      // A fallback (the prompt is computed here) or a fork of complete prompt KV: attention
+      // is dense.
+      seq->job.kv = r.kv;
+      seq->job.attention = nullptr;
+    }
     if (r.kind == Readiness::Kind::kPrefillLocally) {
-      if (r.kv != nullptr) {
-        // A fallback: the prompt is computed here into complete KV, so attention is dense.
-        seq->job.kv = r.kv;
-        seq->job.attention = nullptr;
-      }
       if (!PrefillLocally(*seq)) continue;  // finished (error or a one-token output)
+    } else if (r.kind == Readiness::Kind::kFromLogits) {
+      seq->job.kv->set_n_tokens(static_cast<std::int64_t>(seq->job.spec.prompt.size()));
+      seq->logits = *r.logits;
+      if (!StartFromLogits(*seq)) continue;
     } else {
       // Token 0 came from the prefill node, which computed the prompt's KV: its positions are
       // valid here (all of them arrived, or the attention override fetches what is missing).
@@ -192,6 +197,11 @@ bool DecodeEngine::PrefillLocally(Seq& s) {
     Finish(s, st, "");
     return false;
   }
+  if (s.job.on_prompt_logits) s.job.on_prompt_logits(s.logits);
+  return StartFromLogits(s);
+}
+
+bool DecodeEngine::StartFromLogits(Seq& s) {
   s.sampler = model::Sampler(s.job.spec.sampling, 0);
   s.sampler.SetPrompt(s.job.spec.prompt);
   s.own_picks.clear();

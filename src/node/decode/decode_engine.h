@@ -6,6 +6,11 @@
 // need it one at a time, then decodes all running sequences in one batch. Tokens are reported
 // through the job's callbacks from the engine thread, in order; on_done is called exactly once.
 //
+// Choices (GenerationSpec::n > 1) are the caller's: one job per choice, each with its own KV,
+// spec (seed) and callbacks; a choice's job starts from another's prompt through its
+// Readiness (Go or FromLogits with a forked KV; on_prompt_logits hands a local prefill's
+// logits over).
+//
 // Teacher forcing (GenerationSpec::forced_tokens): the tokens emitted and fed back are the
 // forced ones, and every step's own pick (greedy argmax of its logits; token 0's is the
 // prefill node's) is collected into the final stats as `argmax_tokens`.
@@ -37,17 +42,27 @@ namespace smartgen::node {
 
 // What a waiting job says when asked whether it can start.
 struct Readiness {
-  enum class Kind { kWait, kGo, kPrefillLocally, kFail } kind = Kind::kWait;
+  enum class Kind { kWait, kGo, kPrefillLocally, kFromLogits, kFail } kind = Kind::kWait;
   std::int32_t first_token = -1;  // kGo: token 0, sampled by the prefill node
   Status status;                  // kFail
-  kv::SequenceKv* kv = nullptr;   // kPrefillLocally: compute into this KV instead of the job's
-                                  // (and attend densely: the job's override is dropped)
+  // kPrefillLocally: compute into this KV instead of the job's; kGo, kFromLogits: the prompt's
+  // KV is already here (a fork) - the job decodes in it instead of its own. Either way the job
+  // attends densely (its attention override is dropped). Null: the job's own KV.
+  kv::SequenceKv* kv = nullptr;
+  // kFromLogits: the prompt's last logits (computed here for another choice of the request);
+  // token 0 is sampled from them by the job's own sampler. Read during the call only.
+  const std::vector<float>* logits = nullptr;
   static Readiness Wait() { return {}; }
-  static Readiness Go(std::int32_t token) { return {Kind::kGo, token, {}, nullptr}; }
-  static Readiness PrefillLocally(kv::SequenceKv* kv = nullptr) {
-    return {Kind::kPrefillLocally, -1, {}, kv};
+  static Readiness Go(std::int32_t token, kv::SequenceKv* kv = nullptr) {
+    return {Kind::kGo, token, {}, kv, nullptr};
   }
-  static Readiness Fail(Status s) { return {Kind::kFail, -1, std::move(s), nullptr}; }
+  static Readiness PrefillLocally(kv::SequenceKv* kv = nullptr) {
+    return {Kind::kPrefillLocally, -1, {}, kv, nullptr};
+  }
+  static Readiness FromLogits(kv::SequenceKv* kv, const std::vector<float>* logits) {
+    return {Kind::kFromLogits, -1, {}, kv, logits};
+  }
+  static Readiness Fail(Status s) { return {Kind::kFail, -1, std::move(s), nullptr, nullptr}; }
 };
 
 struct EngineJob {
@@ -65,6 +80,9 @@ struct EngineJob {
   // `logprobs`: the token's log-probabilities when spec.sampling.logprobs >= 0, else null; valid
   // during the call.
   std::function<bool(int index, std::int32_t token, const model::TokenLogprobs* logprobs)> on_token;
+  // After a local prefill of the prompt (kPrefillLocally), before token 0 is sampled: the
+  // prompt's last logits (other choices of the request start from them). May be null.
+  std::function<void(const std::vector<float>& logits)> on_prompt_logits;
   // Exactly once: OK with "length" | "stop" | "cancelled", or the error. `stats` has engine-side
   // figures (decode_ms, steps, prefilled_locally, ...).
   std::function<void(const Status&, const std::string& finish_reason, const nlohmann::json& stats)>
@@ -103,6 +121,8 @@ class DecodeEngine {
   void Admit(std::vector<std::unique_ptr<Seq>>* waiting);
   // Computes the prompt here and emits token 0; false when the job already finished.
   bool PrefillLocally(Seq& s);
+  // Samples token 0 from s.logits with a fresh sampler and emits it; false when finished.
+  bool StartFromLogits(Seq& s);
   void Step();
   void Finish(Seq& s, const Status& status, const std::string& reason);
   // After emitting token `t` at index i: whether the sequence is done, and why.

@@ -18,6 +18,11 @@ Result<std::shared_ptr<DecodeKvStore::Entry>> DecodeKvStore::Add(std::uint64_t r
       std::make_shared<Entry>(pool_, pool_->geometry(), n_prompt, request_id, decodes_early);
   if (!first_needed.empty()) entry->residency.RestrictToNeeded(first_needed);
   SG_RETURN_IF_ERROR(entry->kv.Reserve(std::max(n_prompt, capacity_tokens)));
+  // The blocks no decode step needs (a sliding-window layer's before its window) never come:
+  // their KV goes back to the pool now.
+  for (int l = 0; l < entry->residency.n_layers(); ++l) {
+    entry->kv.Release(l, 0, entry->residency.first_needed(l));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.count(request_id)) return InvalidArgument("request {} is already known", request_id);
   entries_.emplace(request_id, entry);
@@ -101,6 +106,11 @@ Status DecodeKvStore::Prepare(const transfer::BlockKey& key, transfer::WireForma
       static_cast<std::int64_t>(key.block) >= e->residency.n_blocks()) {
     return InvalidArgument("block {}/{}/{} is outside request {}'s prompt", key.layer,
                            key.kv_head, key.block, key.request_id);
+  }
+  if (!e->residency.needed(key.layer, key.block)) {
+    // Before a window: never needed, and its KV was given back (Add). Never written.
+    *action = transfer::SinkAction::kDiscard;
+    return Status::Ok();
   }
   // The owner keeps the entry (and its KV) alive and counts as a pending write.
   e->pending_writes.fetch_add(1, std::memory_order_acq_rel);

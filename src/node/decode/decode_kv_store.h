@@ -73,7 +73,8 @@ class DecodeKvStore final : public transfer::BlockSink {
   // (SmartGen), so copies of its partial last block are staged (StagedCopies). `first_needed`
   // (one per layer, or empty: every block) restricts what the residency waits for
   // (kv::Residency::RestrictToNeeded: a sliding-window layer needs only its window); the KV of
-  // the other blocks stays reserved, unused. kResourceExhausted when the pool is full;
+  // the other blocks goes back to the pool at once (kv::SequenceKv::Release), and a copy of
+  // one that arrives anyway is discarded. kResourceExhausted when the pool is full;
   // kInvalidArgument if known.
   Result<std::shared_ptr<Entry>> Add(std::uint64_t request_id, std::int64_t n_prompt,
                                      std::int64_t capacity_tokens, bool decodes_early = false,

@@ -74,6 +74,10 @@ void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::
         break;
       }
       if (r->prefill_done) break;
+      if (r->call.spec.n > 1 && !r->choice_tokens_seen) {
+        st = DataLoss("prefill_done of {} choices without their first tokens", r->call.spec.n);
+        break;
+      }
       r->prefill_done = true;
       r->first_token = m->first_token;
       r->prefill_done_at = core::NowNanos();
@@ -88,8 +92,38 @@ void DecodeNode::OnControl(transfer::PeerId peer, std::uint32_t type, transfer::
                                         ? &*m->first_logprobs
                                         : nullptr))
               .dump());
+      for (int i = 1; i < r->call.spec.n; ++i) {
+        const DecodeRequest::Choice& c = r->choices[i - 1];
+        r->events->Push(
+            ToJson(DecodeEvent::Token(0, c.first_token,
+                                      c.first_logprobs ? &*c.first_logprobs : nullptr, i))
+                .dump());
+      }
       engine_->Wake();
       break;
+    case ControlType::kChoiceTokens: {
+      const int n = r->call.spec.n;
+      const bool with_logprobs = r->call.spec.sampling.logprobs >= 0;
+      if (std::ssize(m->choice_tokens) != n - 1 ||
+          (!m->choice_logprobs.empty() && m->choice_logprobs.size() != m->choice_tokens.size())) {
+        st = InvalidArgument("choice_tokens with {} tokens for a request of {} choices",
+                             m->choice_tokens.size(), n);
+        break;
+      }
+      for (std::size_t i = 0; st.ok() && i < m->choice_tokens.size(); ++i) {
+        if (m->choice_tokens[i] >= rt_.model->config().n_vocab) {
+          st = DataLoss("choice_tokens with token {}", m->choice_tokens[i]);
+        }
+      }
+      if (!st.ok() || r->choice_tokens_seen || r->prefill_done) break;
+      for (std::size_t i = 0; i < m->choice_tokens.size(); ++i) {
+        r->choices[i].first_token = m->choice_tokens[i];
+        if (with_logprobs && !m->choice_logprobs.empty())
+          r->choices[i].first_logprobs = m->choice_logprobs[i];
+      }
+      r->choice_tokens_seen = true;
+      break;
+    }
     case ControlType::kPrefillFailed:
       WantFallback(*r, "the prefill node failed: " + m->failure.ToString());
       break;
@@ -124,12 +158,13 @@ void DecodeNode::OnPeerDown(transfer::PeerId peer, const Status& why) {
       WantFallback(*r, "KV link lost: " + why.ToString());
     } else if (r->smartgen && s == DecodeState::kRunning) {
       r->smartgen->OnLinkDown();  // decoding: the session recomputes what is missing
+      r->link_lost = true;        // (and n > 1 choices waiting for the KV, decode_choices.cc)
     }
   }
 }
 
 Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<kv::BlockKey>& keys,
-                         transfer::WireFormat wire) {
+                         transfer::WireFormat wire, transfer::Priority priority) {
   std::optional<transfer::PeerId> peer;
   {
     std::lock_guard<std::mutex> lock(r.mu);
@@ -145,7 +180,7 @@ Status DecodeNode::Fetch(DecodeRequest& r, const std::vector<kv::BlockKey>& keys
   }
   transfer::TransferRequest t;
   t.direction = transfer::Direction::kPull;
-  t.priority = transfer::Priority::kOnDemand;
+  t.priority = priority;
   t.deadline = core::Deadline::After(r.call.timeout_ms * core::kNanosPerMilli);
   t.ranges = transfer::RangesOf(id, keys);
   t.wire = wire;

@@ -196,6 +196,18 @@ Result<DecodeNode::RequestPtr> DecodeNode::Register(DecodeCall call, std::string
   const std::uint64_t id = r->id();
   select::NeededBlocks needed;
   const std::int64_t capacity = n_prompt + r->call.spec.max_tokens;
+  // Every choice's KV is reserved now, so a full pool is a refusal here (another decode node
+  // may have room), never a failure mid-request.
+  const int n = r->call.spec.n;
+  r->finish_reasons.assign(static_cast<std::size_t>(n), "");
+  r->choice_tokens_out.assign(static_cast<std::size_t>(n), 0);
+  r->choices.resize(static_cast<std::size_t>(n - 1));
+  for (DecodeRequest::Choice& c : r->choices) {
+    c.kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
+    SG_RETURN_IF_ERROR(c.kv->Reserve(capacity).WithContext(fmt::format("the KV of {} choices", n)));
+  }
+  r->pull_rest = n > 1 && options && !options->speculative;
+  r->session_recovers = options && options->fetch_on_demand;
   if (r->call.mode == TransferMode::kColocated) {
     r->local_kv = std::make_unique<kv::SequenceKv>(rt_.blocks.get());
     SG_RETURN_IF_ERROR(r->local_kv->Reserve(capacity));
@@ -269,9 +281,33 @@ void DecodeNode::Submit(const RequestPtr& r) {
     return !r->client_gone.load();
   };
   job.on_done = [this, r](const Status& st, const std::string& reason, const json& stats) {
-    Finish(r, st, reason, stats);
+    ChoiceDone(r, 0, st, reason, stats);
   };
+  if (r->call.spec.n > 1) {
+    job.on_prompt_logits = [r](const std::vector<float>& logits) {
+      std::lock_guard<std::mutex> lock(r->mu);
+      r->prompt_logits = logits;
+    };
+  }
   engine_->Submit(std::move(job));
+  for (int i = 1; i < r->call.spec.n; ++i) {
+    EngineJob c;
+    c.request_id = r->id();
+    c.kv = r->choices[static_cast<std::size_t>(i - 1)].kv.get();
+    c.owner = r;
+    c.spec = r->call.spec;
+    c.spec.sampling = r->call.spec.ChoiceSampling(i);
+    c.deadline = core::Deadline::After(r->call.timeout_ms * core::kNanosPerMilli);
+    c.ready = [this, r, i] { return CheckChoiceReady(r, i); };
+    c.on_token = [r, i](int index, std::int32_t token, const model::TokenLogprobs* logprobs) {
+      r->events->Push(ToJson(DecodeEvent::Token(index, token, logprobs, i)).dump());
+      return !r->client_gone.load();
+    };
+    c.on_done = [this, r, i](const Status& st, const std::string& reason, const json& stats) {
+      ChoiceDone(r, i, st, reason, stats);
+    };
+    engine_->Submit(std::move(c));
+  }
 }
 
 void DecodeNode::HandleDecode(const httplib::Request& req, httplib::Response& res) {
@@ -411,6 +447,9 @@ void DecodeNode::Finish(const RequestPtr& r, const Status& status, const std::st
       on_wire =
           static_cast<double>(r->entry->bytes_received.load() + r->entry->bytes_duplicate.load());
       stats["kv_blocks_duplicate"] = r->entry->blocks_duplicate.load();
+      // Blocks no step needs (before a sliding window): given back to the pool at registration.
+      stats["kv_blocks_released"] =
+          r->entry->residency.total_blocks() - r->entry->residency.needed_total();
     } else {
       stats["kv_bytes_received"] = 0;
     }

@@ -17,7 +17,14 @@
 // the KV link move it along (a PrefillStarted that proves the request's KV ticket ties it to
 // that link, PrefillDone carries token 1);
 // it starts when its mode's KV condition holds (full and layerwise: every prompt block;
-// smartgen: every layer's summaries and proactive blocks) and joins the continuous batch. If the
+// smartgen: every layer's summaries and proactive blocks) and joins the continuous batch.
+// A request of n > 1 choices (GenerationSpec::n) has one prefill and one KV transfer: token 1
+// of every choice comes from the prefill node (kChoiceTokens, then PrefillDone), choice 0
+// decodes as a one-choice request would, and each other choice forks the prompt's KV once it
+// is exact here and decodes densely in its copy (decode_request.h). In smartgen mode that means
+// choices 1..n-1 start at time-to-exact, not at the proactive set: their TTST is that of
+// full transfer, choice 0's is SmartGen's. Colocated and fallback: choice 0 computes the
+// prompt, the others fork its KV and sample token 1 from its logits. If the
 // prefill side fails, goes silent past its state's deadline, or its link drops before the KV is
 // complete, the prompt is computed here instead, so the client still gets a correct answer.
 // Control messages that are malformed, unexpected, or from a link the request is not tied to
@@ -93,6 +100,12 @@ class DecodeNode {
   void OnControlArrived(transfer::PeerId peer, std::uint32_t type, transfer::ConstBytes bytes);
   void OnPeerDown(transfer::PeerId peer, const Status& why);
   Readiness CheckReady(DecodeRequest& r);
+  // Choice i >= 1 of an n > 1 request (decode_request.h): starts in a fork of the prompt's KV
+  // once that KV is exact here. `self` keeps the request alive for a pull it may post.
+  Readiness CheckChoiceReady(const RequestPtr& self, int choice);
+  // One choice's engine job ended; the request finishes (Finish) when every choice has.
+  void ChoiceDone(const RequestPtr& r, int choice, const Status& status, const std::string& reason,
+                  const nlohmann::json& engine_stats);
   // Moves r to `to` (r.mu held): logged at debug and counted. False for an illegal edge.
   bool Move(DecodeRequest& r, DecodeState to);
   // The single place a waiting request is switched to computing its prompt here (r.mu held).
@@ -104,7 +117,8 @@ class DecodeNode {
   // SmartGen: posts an on-demand pull of `keys` to the request's prefill node.
   // Pulls `keys` at on-demand priority, in `wire`. Exact copies are announced to the prefill
   // node (kRequested) so its speculative stream skips them; int8 copies are not.
-  Status Fetch(DecodeRequest& r, const std::vector<kv::BlockKey>& keys, transfer::WireFormat wire);
+  Status Fetch(DecodeRequest& r, const std::vector<kv::BlockKey>& keys, transfer::WireFormat wire,
+               transfer::Priority priority = transfer::Priority::kOnDemand);
   // Computes the prompt here and fills every absent block of the request's KV.
   Status RecomputeMissing(DecodeRequest& r);
   void RecordSmartgen(const nlohmann::json& sg);

@@ -11,11 +11,14 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "kv/sequence_kv.h"
+#include "model/sampler.h"
 #include "node/common/http_rpc.h"
 #include "node/common/protocol.h"
 #include "node/decode/decode_kv_store.h"
@@ -54,6 +57,36 @@ struct DecodeRequest {
   bool link_finished = false;  // FinishRequest sent: the prefill node may free the KV
   core::Nanos prefill_done_at = 0;
   core::Nanos kv_ready_at = 0;
+
+  // n > 1 choices (GenerationSpec::n). Choice 0 is the request as if it had one choice: its
+  // engine job decodes in `entry->kv` (or `local_kv`), with SmartGen's attention in smartgen
+  // mode. Choice i >= 1 is an engine job of its own that decodes densely in choices[i - 1].kv,
+  // a copy of the prompt's KV made once that KV is exact here (every needed block present, or
+  // computed here by choice 0), so each choice owns its decode rows and its last prompt block.
+  struct Choice {
+    std::unique_ptr<kv::SequenceKv> kv;  // reserved at registration for prompt + output
+    std::int32_t first_token = -1;       // token 0, from kChoiceTokens (disaggregated)
+    std::optional<model::TokenLogprobs> first_logprobs;
+  };
+  std::vector<Choice> choices;       // [n - 1]; the kv pointers do not change after Register
+  bool choice_tokens_seen = false;   // kChoiceTokens arrived
+  std::vector<float> prompt_logits;  // choice 0 computed the prompt here: its last logits
+  // SmartGen without the speculative stream: the decode node pulls the blocks still missing at
+  // the lowest priority once decoding starts, so the KV gets exact and the choices can fork.
+  bool pull_rest = false;
+  bool rest_pulled = false;
+  // The KV link went down while choice 0 decoded: what it did not bring is computed here
+  // (RecomputeMissing), by choice 0's session or, if that has ended, by the waiting choices.
+  bool link_lost = false;
+  bool session_recovers = false;  // choice 0's session fetches on demand, so it recomputes
+  bool choices_recomputed = false;
+  // Per choice, as its engine job ends; the request finishes when all n have.
+  int choices_done = 0;
+  bool choice0_ended = false;
+  std::vector<std::string> finish_reasons;  // [n]; "" until that choice ends
+  std::vector<int> choice_tokens_out;       // [n]: tokens each choice emitted
+  Status choices_status;                    // the first error of any choice
+  nlohmann::json choice0_stats;             // the engine's figures of choice 0
 };
 
 }  // namespace smartgen::node

@@ -3,10 +3,8 @@
 // model once more - on a copy of the request's KV, since its row would land in the last prompt
 // block while the link may still be reading it - and each layer's query ranks that layer's
 // blocks by exact attention mass (SmartgenPrefill::ScoreFirstStep). The most attended of every
-// layer, as many as the link carries within the decode node's first-step wait, are announced per layer
-// (kFirstStepManifest, before PrefillDone) and pushed ahead of everything queued.
-#include <cstring>
-
+// layer, as many as the link carries within the decode node's first-step wait, are announced per
+// layer (kFirstStepManifest, before PrefillDone) and pushed ahead of everything queued.
 #include "core/log.h"
 #include "node/common/control_messages.h"
 #include "node/prefill/prefill_node.h"
@@ -30,17 +28,9 @@ Result<double> PrefillNode::RunFirstStep(transfer::PeerId peer, std::uint64_t id
                                                    n_layers, kv.geometry().n_kv_heads);
   bool ran = false;
   kv::SequenceKv copy(rt_.blocks.get());
-  if (const Status room = copy.Reserve(n_prompt + 1); room.ok()) {
-    const kv::KvGeometry& g = kv.geometry();
-    const std::int64_t n_blocks = g.BlocksFor(n_prompt);
-    for (int l = 0; l < g.n_layers; ++l) {
-      for (int h = 0; h < g.n_kv_heads; ++h) {
-        for (std::int64_t b = 0; b < n_blocks; ++b) {
-          std::memcpy(copy.BlockData(l, h, b), kv.BlockData(l, h, b), g.block_bytes());
-        }
-      }
-    }
-    copy.set_n_tokens(n_prompt);
+  Status room = copy.Reserve(n_prompt + 1);
+  if (room.ok()) room = copy.CopyFrom(kv, n_prompt);
+  if (room.ok()) {
     model::ForwardChunk c;
     c.kv = &copy;
     c.tokens = std::span<const std::int32_t>(&token, 1);

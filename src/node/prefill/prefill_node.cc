@@ -391,6 +391,24 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
     if (!ran.ok()) return fail(ran.status());
     first_step_ms = *ran;
   }
+  if (call.spec.n > 1) {
+    // Token 1 of every other choice, from the same logits with its own seed (seed + i): the
+    // decode node forks the prompt's KV into each choice and continues its draws.
+    std::vector<std::int32_t> tokens;
+    std::vector<model::TokenLogprobs> logprobs;
+    for (int i = 1; i < call.spec.n; ++i) {
+      model::Sampler choice_sampler(call.spec.ChoiceSampling(i), 0);
+      choice_sampler.SetPrompt(call.spec.prompt);
+      model::TokenLogprobs lp;
+      tokens.push_back(choice_sampler.Sample(logits, &lp));
+      if (call.spec.sampling.logprobs >= 0) logprobs.push_back(std::move(lp));
+    }
+    if (Status st = SendControl(
+            peer, ControlMessage::ChoiceTokens(id, std::move(tokens), std::move(logprobs)));
+        !st.ok()) {
+      return fail(st);
+    }
+  }
   const ControlMessage prefill_done = ControlMessage::PrefillDone(
       id, first, n_prompt, call.spec.sampling.logprobs >= 0 ? &first_logprobs : nullptr);
   if (Status st = SendControl(peer, prefill_done); !st.ok()) {

@@ -154,7 +154,7 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, const RequestId& id, 
         [&](const json& line) {
           // (Once every token is delivered the server may signal too: the request is complete,
           // and its final line still counts.)
-          if (rq.cancelled && delivery.delivered() < rq.spec.max_tokens && rq.cancelled()) {
+          if (rq.cancelled && !delivery.complete() && rq.cancelled()) {
             client_gone.store(true);
             return false;
           }
@@ -169,7 +169,8 @@ Router::Attempt Router::RunAttempt(const RouteRequest& rq, const RequestId& id, 
               return true;
             }
             case DecodeEvent::Kind::kToken:
-              return delivery.Push(ev->index, ev->token, ev->logprobs ? &*ev->logprobs : nullptr);
+              return delivery.PushChoice(ev->choice, ev->index, ev->token,
+                                         ev->logprobs ? &*ev->logprobs : nullptr);
             default: {
               std::lock_guard<std::mutex> lock(mu);
               last = std::move(*ev);
@@ -315,6 +316,21 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq,
 }
 
 Result<RouteResult> Router::Generate(const RouteRequest& rq, const TokenSink& on_token) {
+  if (rq.spec.n != 1)
+    return InvalidArgument("a one-choice sink for a request of {} choices", rq.spec.n);
+  return Generate(rq, ChoiceSink([&on_token](int, std::int32_t t, const model::TokenLogprobs* lp) {
+                    return on_token(t, lp);
+                  }));
+}
+
+Result<RouteResult> Router::Generate(const RouteRequest& rq, const ChoiceSink& on_token) {
+  if (rq.spec.n < 1 || rq.spec.n > kMaxChoices) {
+    return InvalidArgument("n {} is outside [1, {}]", rq.spec.n, kMaxChoices);
+  }
+  if (rq.spec.n > 1 && rq.spec.teacher_forced()) {
+    return InvalidArgument("teacher forcing (forced_tokens) takes one choice, not n = {}",
+                           rq.spec.n);
+  }
   TransferMode mode = config_.default_mode;
   if (!rq.mode.empty()) {
     SG_ASSIGN_OR_RETURN(mode, ParseTransferMode(rq.mode));
@@ -339,7 +355,7 @@ Result<RouteResult> Router::Generate(const RouteRequest& rq, const TokenSink& on
     mode = ResolveAuto(*p, rq.spec, &auto_reason);
   }
   const core::Nanos start = core::NowNanos();
-  OrderedDelivery delivery(on_token, start, rq.spec.max_tokens);
+  OrderedDelivery delivery(on_token, start, rq.spec.max_tokens, rq.spec.n);
   std::set<Node*> tried;
   Result<RouteResult> outcome = Unavailable("no decode node is up");
   json failovers = json::array();

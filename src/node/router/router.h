@@ -27,10 +27,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/metrics.h"
@@ -42,6 +41,7 @@
 #include "node/common/protocol.h"
 #include "node/common/transfer_mode.h"
 #include "node/router/node_pool.h"
+#include "node/router/ordered_delivery.h"
 
 namespace smartgen::node {
 
@@ -78,8 +78,6 @@ struct RouteResult {
   nlohmann::json stats;       // mode, nodes, ttft_ms, ttst_ms, prefill_ms, kv figures, ...
 };
 
-class OrderedDelivery;
-
 class Router {
  public:
   // Starts with whichever nodes are up; the others are taken in when they come up.
@@ -89,8 +87,15 @@ class Router {
   // The smallest context length of the nodes seen so far (the model's before any).
   std::int64_t context_length() const;
 
-  // `on_token` gets each token in order, with its log-probabilities when the request asked for
-  // them (spec.sampling.logprobs >= 0; else null; valid during the call); false: client gone.
+  // `on_token` gets each token of each choice in order (choice in [0, spec.n)), with its
+  // log-probabilities when the request asked for them (spec.sampling.logprobs >= 0; else null;
+  // valid during the call); false ends that choice, and once every choice has ended before its
+  // last token the client has gone (ordered_delivery.h). A request of n choices is one prefill
+  // and one KV transfer (decode_node.h). With n > 1 the result's stats carry each choice's
+  // finish reason ("finish_reasons").
+  using ChoiceSink = OrderedDelivery::ChoiceSink;
+  Result<RouteResult> Generate(const RouteRequest& request, const ChoiceSink& on_token);
+  // One choice (spec.n == 1).
   using TokenSink = std::function<bool(std::int32_t token, const model::TokenLogprobs* logprobs)>;
   Result<RouteResult> Generate(const RouteRequest& request, const TokenSink& on_token);
   Result<RouteResult> Generate(const RouteRequest& request,
