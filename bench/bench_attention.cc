@@ -1,8 +1,10 @@
-// Attention: decode (one token's 3 query heads of a GQA group against 4096 cached keys) and
-// causal prefill (a chunk of tokens against itself), f32 and f16 KV, per ISA.
+// Attention: decode (one token's 3 query heads of a GQA group against 4096 cached keys, in
+// cache, and streamed from memory over 96 such KV sets laid out as kv::BlockPool stores them)
+// and causal prefill (a chunk of tokens against itself), f32 and f16 KV, per ISA.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,25 @@ Kv MakeKv(KvDType dtype, std::int64_t n_keys, int block) {
   return kv;
 }
 
+// The same keys and values laid out as kv::BlockPool stores them: each block's K rows, then its
+// V rows, then the next block (page-sized blocks at 16 x 64 f16), in kv.k.
+Kv MakePoolKv(KvDType dtype, std::int64_t n_keys, int block) {
+  Kv split = MakeKv(dtype, n_keys, block);
+  Kv kv;
+  kv.k.resize(split.k.size() + split.v.size());
+  const std::size_t half = static_cast<std::size_t>(block) * kHeadDim * kernels::KvDTypeSize(dtype);
+  std::size_t at = 0;
+  for (const KvBlockRef& b : split.blocks) {
+    const std::size_t n =
+        static_cast<std::size_t>(b.n_tokens) * kHeadDim * kernels::KvDTypeSize(dtype);
+    std::memcpy(kv.k.data() + at, b.k, n);
+    std::memcpy(kv.k.data() + at + half, b.v, n);
+    kv.blocks.push_back({kv.k.data() + at, kv.k.data() + at + half, b.n_tokens, b.first_pos});
+    at += 2 * half;
+  }
+  return kv;
+}
+
 AttentionParams Params(KvDType dtype) {
   return {.head_dim = static_cast<int>(kHeadDim),
           .n_q = static_cast<int>(kNq),
@@ -72,6 +93,30 @@ void BM_AttendBlocks(benchmark::State& state, KvDType dtype, Isa isa) {
       benchmark::Counter(bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] = benchmark::Counter(
       4.0 * kNq * kHeadDim * n_keys * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+
+// A decode step's attention over one sequence at long context as the engine runs it: every
+// (layer, KV head) has its own 4096-key KV (96 sets, 96 MiB in f16), attended in turn, so the
+// blocks come from memory, not cache (the bandwidth-bound case of a long-context decode batch).
+void BM_AttendBlocksStream(benchmark::State& state, KvDType dtype, Isa isa) {
+  const auto* table = kernels::internal::GetKernelTable(isa);
+  if (table == nullptr) return state.SkipWithError("ISA not available");
+  const std::int64_t n_keys = state.range(0);
+  constexpr int kSets = 96;
+  std::vector<Kv> sets;
+  for (int i = 0; i < kSets; ++i) sets.push_back(MakePoolKv(dtype, n_keys, 16));
+  const AttentionParams p = Params(dtype);
+  std::vector<float> q = RandomFloats(kNq * kHeadDim, 7), out(kNq * kHeadDim), lse(kNq);
+  for (auto _ : state) {
+    for (const Kv& kv : sets) {
+      table->attend_blocks(p, q.data(), n_keys, kv.blocks.data(), kv.blocks.size(), out.data(),
+                           lse.data());
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  const double bytes = static_cast<double>(sets[0].k.size()) * kSets;
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 
 void BM_AttendCausal(benchmark::State& state, KvDType dtype, Isa isa) {
@@ -119,6 +164,10 @@ void BM_AttendCausalTile(benchmark::State& state, KvDType dtype, Isa isa) {
                                    isa)
           ->Arg(4096)
           ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("BM_AttendBlocksStream/" + suffix).c_str(),
+                                   BM_AttendBlocksStream, dtype, isa)
+          ->Arg(4096)
+          ->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("BM_AttendCausal/" + suffix).c_str(), BM_AttendCausal, dtype,
                                    isa)
           ->Arg(isa == Isa::kScalar ? 256 : 1024)

@@ -246,6 +246,9 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
               ->Args({kFfn, kEmbd, 4096})
               ->Args({kEmbd, kFfn, 4096})
               ->Args({kEmbd, kEmbd, 64})
+              ->Args({kFfn, kEmbd, 16})
+              ->Args({kFfn, kEmbd, 8})
+              ->Args({kFfn, kEmbd, 4})
               ->Args({kEmbd, kEmbd, 2})
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();

@@ -17,11 +17,14 @@
 #
 # Environment (defaults in brackets):
 #   SMARTGEN     the smartgen binary [build/smartgen]
+#   LLAMA_BUILD  an existing llama.cpp build directory with bin/llama-bench and
+#                bin/llama-batched-bench, used as is [LLAMA_CPP_DIR/build-smartgen-bench]
 #   MODELS       preset:type list [smollm2-135m:f32,f16,bf16,q8_0,q4_0,q4_k_m qwen2.5-0.5b:f16,q8_0]
 #   PROMPTS      prefill lengths [512,2048,4096]; DECODE decode tokens [128]
 #   THREADS [2]  ROUNDS rounds per model [2]
-#   BATCHES      batched decode sizes, empty for none [1,4,16]; BATCH_KV their contexts, a list
-#                [512] (both sides prefill the context once and give every sequence a copy: -pps)
+#   BATCHES      batched decode sizes, empty for none [4,16,64]; BATCH_KV their contexts, a list
+#                [512,4096] (both sides prefill the context once and give every sequence its own
+#                copy: llama-batched-bench -pps without -kvu copies it into each sequence's stream)
 # Each side's peak RSS over its single-sequence run (the longest prefill dominates) is measured
 # with /usr/bin/time and reported as the `rss_mib` column (MiB) (ours / llama.cpp: lower is better).
 #   BATCH_STEPS  decode steps per batched measurement [32]
@@ -36,14 +39,14 @@ PROMPTS="${PROMPTS:-512,2048,4096}"
 DECODE="${DECODE:-128}"
 THREADS="${THREADS:-2}"
 ROUNDS="${ROUNDS:-2}"
-BATCHES="${BATCHES-1,4,16}"
-BATCH_KV="${BATCH_KV:-512}"
+BATCHES="${BATCHES-4,16,64}"
+BATCH_KV="${BATCH_KV:-512,4096}"
 BATCH_STEPS="${BATCH_STEPS:-32}"
 SMARTGEN_ARGS="${SMARTGEN_ARGS:-}"
 mkdir -p "$OUT"
 
 # --- llama.cpp: build once -------------------------------------------------------------------
-LB="$LLAMA_DIR/build-smartgen-bench"
+LB="${LLAMA_BUILD:-$LLAMA_DIR/build-smartgen-bench}"
 if [ ! -x "$LB/bin/llama-bench" ] || { [ -n "$BATCHES" ] && [ ! -x "$LB/bin/llama-batched-bench" ]; }; then
   echo "building llama.cpp in $LB (CPU only) ..." >&2
   # shellcheck disable=SC2086

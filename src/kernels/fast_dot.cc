@@ -116,16 +116,20 @@ ActPanel BuildActPanel(const ActQ8* acts, int n, std::int64_t cols, float* stora
   std::int32_t* nsum16 = reinterpret_cast<std::int32_t*>(align(reinterpret_cast<float*>(nsum + nb * 16)));
   float* d = align(reinterpret_cast<float*>(nsum16 + nb * 32));
   float* xsum = align(d + nb * 16);
+  // Word by word (4 values of one token move together), on the calling thread before the pass:
+  // byte by byte it took 2.2 % of the samples of a Q4_K_M 4096-token prefill + batch-16 decode.
   for (std::int64_t b = 0; b < nb; ++b) {
     for (int t = 0; t < kPanelTokens; ++t) {
       std::int32_t half[2] = {0, 0};
       const std::int8_t* src = t < n ? acts[t].q + b * kQK8_0 : nullptr;
       for (int k = 0; k < 8; ++k) {
-        std::int8_t* dst = q + (b * 8 + k) * 64 + 4 * t;
-        for (int i = 0; i < 4; ++i) {
-          dst[i] = src != nullptr ? src[4 * k + i] : 0;
-          half[k / 4] += dst[i];
-        }
+        std::uint32_t word = 0;
+        if (src != nullptr) std::memcpy(&word, src + 4 * k, 4);
+        std::memcpy(q + (b * 8 + k) * 64 + 4 * t, &word, 4);
+      }
+      if (src != nullptr) {
+        for (int i = 0; i < kQK8_0 / 2; ++i) half[0] += src[i];
+        for (int i = kQK8_0 / 2; i < kQK8_0; ++i) half[1] += src[i];
       }
       nsum[b * 16 + t] = -(half[0] + half[1]);
       nsum16[(2 * b) * 16 + t] = -half[0];

@@ -28,6 +28,10 @@ constexpr std::int64_t kMc = 120;    // tokens per block (a multiple of both ISA
 // dotted with every token while in L1: packing f32 panels cost a decode step of 4-8 tokens
 // twice the time of a single-token step (SmolLM2 F16), more than the GEMM saves.
 constexpr std::int64_t kSmallN = 16;
+// F32 / F16 / BF16 batches below this many tokens take the small-batch kernel (MatMulSmallPlain):
+// against the packed GEMM, SmolLM2 F16 decode steps at batch 16 ran 2.4-3.5x faster, at 32
+// about even, at 64 half as fast (bench engine --batch, load 5-6).
+constexpr std::int64_t kSmallPlainN = 32;
 
 template <typename T>
 T MinOf(T a, T b) {
@@ -259,11 +263,85 @@ void MicroKernelTail(int m, const float* x, std::int64_t ldx, const float* packe
   }
 }
 
+// ---- Small batches of plain-type rows (F32, F16, BF16) ------------------------------------
+
+// Y[t][r] for R rows x T tokens (R * T == L) in registers: each weight vector is loaded and
+// converted once for the T tokens, and the L dot products are reduced together (ReduceLanes),
+// so a row is widened to f32 once per token group, not once per token. kStream: the first
+// token group of a row block, which reads the rows from memory and prefetches ahead (once per
+// cache line).
+template <typename Kind, int R, int T, bool kStream>
+void DotTile(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x, float* y,
+             std::int64_t ldy) {
+  static_assert(R * T == L);
+  constexpr std::int64_t kLineElems = 64 / Kind::kBytes;
+  V acc[R * T];
+  for (int i = 0; i < R * T; ++i) acc[i] = S::Zero();
+  for (std::int64_t k = 0; k < cols; k += L) {
+    V xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = S::Load(x + t * cols + k);
+    for (int r = 0; r < R; ++r) {
+      if (kStream && k % kLineElems == 0) {
+        PrefetchAhead(w + r * row_bytes, k * Kind::kBytes, row_bytes);
+      }
+      const V wv = Kind::Load(w + r * row_bytes, k);
+      for (int t = 0; t < T; ++t) acc[t * R + r] = S::Fma(wv, xv[t], acc[t * R + r]);
+    }
+  }
+  alignas(64) float sums[L];
+  S::Store(sums, S::ReduceLanes(acc));
+  for (int t = 0; t < T; ++t) {
+    for (int r = 0; r < R; ++r) y[t * ldy + r] = sums[t * R + r];
+  }
+}
+
+// The L rows at w times the T tokens at x, in tiles of L / T rows.
+template <typename Kind, int T>
+void DotBlock(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+              float* y, std::int64_t ldy, bool stream) {
+  for (int rr = 0; rr < L; rr += L / T) {
+    if (stream) {
+      DotTile<Kind, L / T, T, true>(w + rr * row_bytes, row_bytes, cols, x, y + rr, ldy);
+    } else {
+      DotTile<Kind, L / T, T, false>(w + rr * row_bytes, row_bytes, cols, x, y + rr, ldy);
+    }
+  }
+}
+
+// Rows [r0, r1) of W times n < kSmallPlainN tokens: blocks of L rows (in L1 / L2 while every token
+// group passes over them), token groups of 4, 2, 1 (groups of 8 ran slower: 319 against 232 us
+// for 1536 x 576 F16 x 16 tokens on one core). Needs cols % L == 0; rows past the last full
+// block take the token-by-token path.
+template <typename Kind>
+std::int64_t MatMulSmallPlain(const std::byte* base, std::size_t row_bytes, std::int64_t cols,
+                              const float* x, std::int64_t n, float* y, std::int64_t ldy,
+                              std::int64_t r0, std::int64_t r1) {
+  std::int64_t r = r0;
+  for (; r + L <= r1; r += L) {
+    const std::byte* wb = base + r * row_bytes;
+    std::int64_t t = 0;
+    for (; t + 4 <= n; t += 4)
+      DotBlock<Kind, 4>(wb, row_bytes, cols, x + t * cols, y + t * ldy + r, ldy, t == 0);
+    for (; t + 2 <= n; t += 2)
+      DotBlock<Kind, 2>(wb, row_bytes, cols, x + t * cols, y + t * ldy + r, ldy, t == 0);
+    for (; t < n; ++t)
+      DotBlock<Kind, 1>(wb, row_bytes, cols, x + t * cols, y + t * ldy + r, ldy, t == 0);
+  }
+  return r;
+}
+
 template <typename Kind>
 void MatMulKind(const void* w, std::size_t row_bytes, std::int64_t cols, const float* x,
                 std::int64_t n, float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
   const auto* base = static_cast<const std::byte*>(w);
-  if (n < kSmallN) {
+  constexpr bool kPlain = std::is_same_v<Kind, KindF32> || std::is_same_v<Kind, KindF16> ||
+                          std::is_same_v<Kind, KindBF16>;
+  if constexpr (kPlain) {
+    if (n < kSmallPlainN && cols % L == 0) {
+      r0 = MatMulSmallPlain<Kind>(base, row_bytes, cols, x, n, y, ldy, r0, r1);
+    }
+  }
+  if (n < kSmallN || (kPlain && n < kSmallPlainN)) {
     // Too few tokens to pay for packing: stream kVecRows rows at a time and dot them with
     // every token while they are in L1.
     float tmp[kVecRows];

@@ -21,12 +21,8 @@ Result<std::vector<std::int32_t>> Generate(Forward& forward, kv::SequenceKv& seq
   std::vector<float> logits;
 
   core::Stopwatch watch;
-  ForwardChunk chunk;
-  chunk.kv = &seq;
-  chunk.tokens = prompt;
-  chunk.logits = &logits;
-  ForwardChunk one[1] = {chunk};
-  SG_RETURN_IF_ERROR(forward.Run(one));
+  // In micro-batches (Forward::RunOne), so a long prompt's activation scratch stays small.
+  SG_RETURN_IF_ERROR(forward.RunOne(&seq, prompt, &logits));
   st.prefill_seconds = watch.ElapsedSeconds();
   watch.Reset();
 

@@ -1,0 +1,72 @@
+// Internal to the kernels layer: one parallel pass of several matrix products ("segments")
+// over the same tokens - the engine behind MatMulMany, MatMulSwiGlu and friends (matmul.cc).
+//
+// A segment is one weight matrix times n tokens, with the kernels the table picked for its
+// type (f32 / SIMD MatVec and GEMM, the fast-dot kernels on activations prepared once per pass,
+// the batched integer-dot kernels on panels of 16 tokens) and what its chunks do with the
+// product (store, add into y, or the gated FFN epilogue). RunSegments prepares the activations
+// on the calling thread, then splits the rows (and, for long batches, the tokens) of all
+// segments into one grid of chunks claimed by the pool's threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "kernels/kernel_table.h"
+#include "kernels/matmul.h"
+
+namespace smartgen::kernels::internal {
+
+// The table index of `type`, or -1 when the kernels do not handle it.
+int KindIndex(gguf::GgmlType type);
+// Whether `table` has both matrix kernels for `type`.
+bool HasKernels(const KernelTable& table, gguf::GgmlType type);
+
+// What a chunk does with its product W x.
+enum class Epilogue { kStore, kAccumulate, kSwiGlu };
+
+// One matrix product as the chunk loop sees it.
+struct Segment {
+  MatVecFn vec;
+  MatMulFn mul;
+  const void* w;
+  std::size_t row_bytes;
+  std::int64_t rows, cols;
+  const float* x;
+  float* y;
+  Epilogue epilogue = Epilogue::kStore;
+  // kSwiGlu: the up projection (rows x cols like w, same x); y = act(W x) * (U x) with act the
+  // table's swiglu or geglu (`gated`).
+  SwiGluFn gated = nullptr;
+  MatVecFn vec_up = nullptr;
+  MatMulFn mul_up = nullptr;
+  const void* w_up = nullptr;
+  std::size_t row_bytes_up = 0;
+  // Fast-dot kernels on activations prepared once per pass (single-token passes only):
+  // vec_act (vec_act_up for the up projection) replaces vec, reading `act`.
+  MatVecActFn vec_act = nullptr;
+  MatVecActFn vec_act_up = nullptr;
+  PrepareActFn prepare = nullptr;
+  const ActQ8* act = nullptr;
+  // Decode batches of kPanelMinTokens..kActTokens tokens: the batched kernels (mul_act,
+  // mul_act_up) on the tokens' panels (panel[g]: tokens [16 g, 16 g + 16)), when the type has one.
+  MatMulActFn mul_act = nullptr;
+  MatMulActFn mul_act_up = nullptr;
+  const ActPanel* panel = nullptr;
+  std::int64_t first_chunk = 0;  // in the concatenated row-chunk space of all segments
+};
+
+// The segment of W x for the kernels `table` has for w's type (HasKernels must hold).
+Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* x, float* y,
+                    Epilogue epilogue);
+
+// Runs up to kMaxSegments products of n tokens in one parallel pass. Work is a grid of chunks:
+// row chunks of `chunk_rows` (the row chunks of all segments, concatenated) times token chunks
+// of `chunk_tokens`. Every output element is computed the same way whatever the chunking.
+// Fills the segments' act / panel pointers (prepared activations) as a side effect.
+inline constexpr int kMaxSegments = 8;
+void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64_t n,
+                 core::ThreadPool* pool);
+
+}  // namespace smartgen::kernels::internal
