@@ -3,9 +3,10 @@
 // defaults the paper's full system uses. The flags switch off paths for
 // the paper's ablation: proactive only; + parallel on-demand; + speculative.
 //
-//   {"budget_fraction": 0.125, "budget_blocks": 0, "sink_blocks": 1, "local_blocks": 2, "hysteresis": 0.3,
+//   {"budget_fraction": 0.125, "budget_blocks": 0, "sink_blocks": 1, "local_blocks": 2,
+//   "hysteresis": 0.3,
 //    "on_demand": true, "speculative": true, "predict_next": true, "attend_present": true,
-//    "first_step": true, "first_wait_ms": 15, "first_step_fraction": 0,
+//    "first_step": true, "first_wait_ms": 8, "first_step_fraction": 0,
 //    "proactive_ratio": 0, "proactive_fill": 0.85, "speculative_fraction": 0.1, "query_window": 32,
 //    "wait_bound_ms": -1, "wait_share": 0.15, "step_slack_ms": 3, "wait_factor": 1.0,
 //    "wait_slack_ms": 0.05, "max_fetch_blocks": 0}
@@ -41,8 +42,11 @@ struct SmartgenOptions {
   // (kFirstStepManifest) and pushes the top on-demand budget of them first. The decode node's
   // first step uses that exact selection and waits for it up to first_wait_ms: token 2 may
   // come that much later than colocated's, for the step that decides it on what it needs.
+  // 8 ms (was 15): on a quiet machine it kept kv-retrieval-tiny's accuracy at 1K and 2K and
+  // stories260K's agreement at 99.2 % while SmolLM2-135M's TTST at 4096 tokens, R = 4, fell from
+  // 2.16x to 1.50x colocated's (docs/RESULTS.md, issue 15).
   bool first_step = true;
-  double first_wait_ms = 15;
+  double first_wait_ms = 8;
   // Blocks per KV head the first step takes, as a share of the prompt's (0: the on-demand
   // budget).
   double first_step_fraction = 0;

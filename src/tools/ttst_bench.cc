@@ -130,6 +130,7 @@ Status RunTtstBench(TtstBenchOptions o) {
           rec["kv_bytes"] = kv_bytes[n];
           rec["full_kv_link_ms"] = link_ms;
           rec["output_tokens"] = o.output_tokens;
+          SG_ASSIGN_OR_RETURN(rec["options"], EffectiveOptions(rec.value("mode", ""), options));
           data += rec.dump() + "\n";
           if (o.json_out) std::printf("%s\n", rec.dump().c_str());
         }
@@ -160,6 +161,7 @@ Status RunTtstBench(TtstBenchOptions o) {
               {"rep", rep},
           };
           rec.update(RequestFields(s));
+          SG_ASSIGN_OR_RETURN(rec["options"], EffectiveOptions(mode, options));
           data += rec.dump() + "\n";
           // Written after every record, so a long sweep that stops early keeps what it measured.
           SG_RETURN_IF_ERROR(core::WriteStringToFile(o.data_out, data));

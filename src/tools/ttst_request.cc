@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "select/smartgen_options.h"
+
 namespace smartgen::tools {
 
 using nlohmann::json;
@@ -21,6 +23,17 @@ Result<std::pair<std::string, json>> ModeOfLabel(const std::string& label, const
     mode.resize(at);
   }
   return std::pair{mode, o.empty() && options.is_null() ? json() : o};
+}
+
+Result<json> EffectiveOptions(const std::string& label, const json& options) {
+  SG_ASSIGN_OR_RETURN(auto mode_options, ModeOfLabel(label, options));
+  SG_ASSIGN_OR_RETURN(select::SmartgenOptions parsed,
+                      select::ParseSmartgenOptions(mode_options.second));
+  json o = select::ToJson(parsed);
+  const json& given = mode_options.second;
+  o["window_aware"] =
+      !(given.is_object() && given.contains("window_aware") && given["window_aware"] == false);
+  return o;
 }
 
 Result<TtstMeasured> SendBenchRequest(const LocalCluster& cluster, const BenchRequest& rq) {

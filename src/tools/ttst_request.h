@@ -39,6 +39,11 @@ Result<TtstMeasured> SendBenchRequest(const LocalCluster& cluster, const BenchRe
 // TBT over tokens 2..n, e2e, bytes on the wire, each token's arrival, and SmartGen's figures.
 nlohmann::json RequestFields(const nlohmann::json& stats);
 
+// Every SmartGen option in effect for a request of mode `label` with `options` (defaults
+// filled in, window_aware included), recorded with each measurement so a replay (smartgen
+// simulate --validate) runs what ran even after a default changes.
+Result<nlohmann::json> EffectiveOptions(const std::string& label, const nlohmann::json& options);
+
 // A number at stats[a][b] (0 when absent).
 double StatNumber(const nlohmann::json& stats, const char* a, const char* b = nullptr);
 

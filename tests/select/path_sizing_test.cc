@@ -19,7 +19,8 @@ TEST(PathSizing, ProactiveBudgetFollowsRatioThenRateThenEverything) {
 }
 
 TEST(PathSizing, FirstStepCarriesTheLinkWithinTheWaitAtLeastOneBlockPerHead) {
-  SmartgenOptions o;  // first_wait_ms 15
+  SmartgenOptions o;
+  o.first_wait_ms = 15;
   // 4 MB/s x 15 ms = 60 KB = 15 blocks of 4 KiB... floor(14.6).
   EXPECT_EQ(FirstStepBlocks(o, 4e6, 4096, 2, 3), 14);
   EXPECT_EQ(FirstStepBlocks(o, 1e5, 4096, 30, 3), 90);  // slow link: one per (layer, head)

@@ -13,7 +13,7 @@ TEST(SmartgenOptions, NullAndEmptyGiveTheDefaults) {
     ASSERT_TRUE(o.ok()) << text;
     EXPECT_FLOAT_EQ(o->on_demand.budget_fraction, 0.125f);
     EXPECT_TRUE(o->first_step);
-    EXPECT_DOUBLE_EQ(o->first_wait_ms, 15);
+    EXPECT_DOUBLE_EQ(o->first_wait_ms, 8);
     EXPECT_DOUBLE_EQ(o->wait_bound_ms, -1);
     EXPECT_DOUBLE_EQ(o->wait_share, 0.15);
     EXPECT_TRUE(o->attend_present);

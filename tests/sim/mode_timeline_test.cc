@@ -153,6 +153,8 @@ TEST(SimModes, BoundedWaitKeepsStepsWithinTheNodesBoundAndLeavesLateBlocksOut) {
 TEST(SimModes, FirstStepRunsOnThePrefillNodeAndPushesWhatTheLinkCarriesInTheWait) {
   ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
   spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
+  // A wait long enough that the link's share, not the one-block-per-(layer, head) floor, sizes it.
+  spec.options.smartgen.first_wait_ms = 15;
   const SimResult with = RunOne(spec, kPrompt, 8);
   spec.options.smartgen.first_step = false;
   const SimResult without = RunOne(spec, kPrompt, 8);

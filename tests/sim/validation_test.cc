@@ -37,6 +37,7 @@ TEST(SimValidation, RecordedR4PointAgreesWithin15Percent) {
   const std::vector<MeasuredRecord> point = Point(4096, 4);
   ASSERT_EQ(point.size(), 5u);
   ValidationOptions v;
+  v.smartgen.first_wait_ms = 15;  // the default when these runs were recorded (now 8)
   v.cpu = *HardwareByName("cpu");
   v.stats = *SelectionStatsByName("random-weights-2026-11-30");
   v.smartgen = *ParseSmartgenSimOptions(LegacyNodeOptions());  // the node of 2026-11-30
@@ -67,6 +68,7 @@ TEST(SimValidation, LongOutputAndAblationRunsAgree) {
   std::vector<MeasuredRecord> records = Point(4096, 4);
   records.insert(records.end(), extra->begin(), extra->end());
   ValidationOptions v;
+  v.smartgen.first_wait_ms = 15;  // the default when these runs were recorded (now 8)
   v.cpu = *HardwareByName("cpu");
   v.stats = *SelectionStatsByName("random-weights-2026-11-30");
   v.smartgen = *ParseSmartgenSimOptions(LegacyNodeOptions());  // the node of 2026-11-30
@@ -96,6 +98,7 @@ TEST(SimValidation, FreshSweepTransferBoundFiguresAgreeWithin15Percent) {
   ASSERT_TRUE(records.ok()) << records.status().ToString();
   ASSERT_EQ(records->size(), 33u);
   ValidationOptions v;
+  v.smartgen.first_wait_ms = 15;  // the default when these runs were recorded (now 8)
   v.cpu = *HardwareByName("cpu");
   v.stats = *SelectionStatsByName("random-weights");
   v.calibration = Calibration::kOwn;
@@ -148,6 +151,7 @@ TEST(SimValidation, ReplaysTheRecordedSelectionsOfAStories260kRun) {
   ASSERT_EQ(sg.mode, Mode::kSmartgen);
   ASSERT_TRUE(sg.selection.contains("selection_fresh_per_step"));
   ValidationOptions v;
+  v.smartgen.first_wait_ms = 15;  // the default when these runs were recorded (now 8)
   v.cpu = *HardwareByName("cpu");
   v.stats = *SelectionStatsByName("random-weights");
   v.shape = Stories260k();
@@ -205,6 +209,7 @@ TEST(SimValidation, ReplaysAKvRetrievalRunAndShowsWhereItsTtstGoes) {
   ASSERT_TRUE(records.ok()) << records.status().ToString();
   ASSERT_EQ(records->size(), 6u);
   ValidationOptions v;
+  v.smartgen.first_wait_ms = 15;  // the default when these runs were recorded (now 8)
   v.cpu = *HardwareByName("cpu");
   v.stats = *SelectionStatsByName("random-weights");
   v.shape = KvRetrievalTiny();
