@@ -32,8 +32,10 @@ Hardware Gpu(std::string name, double tflops, double gbs, double mem_gb, std::st
 // GEMM peak 293 GFLOP/s and read bandwidth 44.8 GB/s (bench_kernels, 2 threads); in the TTST
 // sweep's deployment (three processes on 2 cores) prefill ran at 234 GFLOP/s (0.80 of the
 // peak: 2048 and 4096 tokens alike) and a decode step streamed weights + KV at 30.7 GB/s
-// (0.69); the first step after a prompt's KV was written pays about 3 GB/s over it (colocated
-// TTST - TBT: 17 ms at 47 MB, 31 ms at 94 MB); Quest scoring ran at 10.7 GFLOP/s on one core
+// (0.69); the first step after a prompt's KV was written pays about 26 GB/s over it (colocated
+// TTST - TBT in the quiet 2026-12-01 18:46 sweep: 1.9 ms at 47 MB, 3.5 ms at 94 MB; it was 3 GB/s,
+// 17 and 31 ms, before the engine's prefill ran in 512-token micro-batches and its decode
+// attention prefetched); Quest scoring ran at 10.7 GFLOP/s on one core
 // ("Cost of the policies": 55 us per SmolLM2 layer at 4096 tokens).
 Hardware Cpu() {
   Hardware h;
@@ -44,7 +46,7 @@ Hardware Cpu() {
   h.mem_eff = 0.69;
   h.memory_bytes = 24e9;
   h.layer_overhead_s = 0;
-  h.first_touch_bytes_per_s = 3.0e9;
+  h.first_touch_bytes_per_s = 26e9;
   h.select_flops = 10.7e9;
   h.source = "2-core development machine, docs/RESULTS.md (engine performance, TTST sweep)";
   return h;

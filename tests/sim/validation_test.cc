@@ -70,6 +70,7 @@ TEST(SimValidation, LongOutputAndAblationRunsAgree) {
   ValidationOptions v;
   v.smartgen.first_wait_ms = 15;  // the default when these runs were recorded (now 8)
   v.cpu = *HardwareByName("cpu");
+  v.cpu.first_touch_bytes_per_s = 3.0e9;  // the engine of 2026-11-30 (one-chunk prefill)
   v.stats = *SelectionStatsByName("random-weights-2026-11-30");
   v.smartgen = *ParseSmartgenSimOptions(LegacyNodeOptions());  // the node of 2026-11-30
   auto report = Validate(records, v);
