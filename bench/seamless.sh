@@ -49,7 +49,7 @@ for name_opt in 'default|{}' 'no_first_step|{"first_step": false}' 'no_attend_pr
 done
 # The curves: accuracy against the first step's wait (retrieval, where step 2 decides) and
 # against the per-step wait bound (stories, where every step counts).
-for w in 0 5 30; do
+for w in 0 5 8 15 30; do
   retrieval "first_wait_$w" 100 1024 colocated,smartgen "{\"first_wait_ms\": $w}" "$RETRIEVAL_LINK"
 done
 for b in 0 0.5 2 8; do
