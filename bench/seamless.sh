@@ -13,9 +13,11 @@ MODELS="${SMARTGEN_MODELS:-../shared/models}"
 mkdir -p "$OUT"
 # The main points use --ratio 4 (the link rate from a calibration prefill, which a loaded
 # machine makes slow); the ablation and the curves use one fixed rate per model, about R = 4 at
-# this machine's quiet prefill speed, so their rows compare with each other.
-RETRIEVAL_LINK="${RETRIEVAL_LINK:---link-gbps 0.03}"
-STORIES_LINK="${STORIES_LINK:---link-gbps 0.003}"
+# this machine's quiet prefill speed, so their rows compare with each other (96 and 10.5 Mbit/s:
+# R = 4 in the quiet 2026-12-01 18:34 main runs; 30 and 3 Mbit/s before the engine's prefill
+# got faster, now R of about 13).
+RETRIEVAL_LINK="${RETRIEVAL_LINK:---link-gbps 0.096}"
+STORIES_LINK="${STORIES_LINK:---link-gbps 0.0105}"
 retrieval() {  # name, prompts, lengths, modes, options, link
   echo "== retrieval $1 ($2 prompts, ${3} tokens, options $5, ${6:---ratio 4})"
   # shellcheck disable=SC2086
