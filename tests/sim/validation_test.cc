@@ -27,6 +27,19 @@ double Err(const nlohmann::json& row, const char* what) {
   return e.is_number() ? std::abs(e.get<double>()) : 1e9;
 }
 
+// Node records replayed as `smartgen simulate --validate --calibration own --selection replay`
+// does: the CPU preset, each record's own dense step and prefill, its recorded selections.
+// `first_wait_ms`: the node's default when the records were made (15 before 2026-12-01 19:00).
+ValidationOptions ReplayOwn(double first_wait_ms = 8) {
+  ValidationOptions v;
+  v.smartgen.first_wait_ms = first_wait_ms;
+  v.cpu = *HardwareByName("cpu");
+  v.stats = *SelectionStatsByName("random-weights");
+  v.calibration = Calibration::kOwn;
+  v.replay_selection = true;
+  return v;
+}
+
 TEST(SimValidation, ReadsTheWholeRecordedSweep) {
   auto all = ReadMeasuredRecords(kRecords);
   ASSERT_TRUE(all.ok()) << all.status().ToString();
@@ -98,12 +111,7 @@ TEST(SimValidation, FreshSweepTransferBoundFiguresAgreeWithin15Percent) {
   auto records = ReadMeasuredRecords(std::string(SMARTGEN_SOURCE_DIR) + "/tests/sim/data/ttst_sweep_2026-12-01.jsonl");
   ASSERT_TRUE(records.ok()) << records.status().ToString();
   ASSERT_EQ(records->size(), 33u);
-  ValidationOptions v;
-  v.smartgen.first_wait_ms = 15;  // the default when these runs were recorded (now 8)
-  v.cpu = *HardwareByName("cpu");
-  v.stats = *SelectionStatsByName("random-weights");
-  v.calibration = Calibration::kOwn;
-  v.replay_selection = true;
+  ValidationOptions v = ReplayOwn(15);
   auto report = Validate(*records, v);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   int checked = 0;
@@ -136,11 +144,7 @@ TEST(SimValidation, QuietSweepAgreesExceptSmartgensTokenTwo) {
                                      "/tests/sim/data/ttst_sweep_quiet_2026-12-01.jsonl");
   ASSERT_TRUE(records.ok()) << records.status().ToString();
   ASSERT_EQ(records->size(), 40u);
-  ValidationOptions v;
-  v.cpu = *HardwareByName("cpu");
-  v.stats = *SelectionStatsByName("random-weights");
-  v.calibration = Calibration::kOwn;
-  v.replay_selection = true;
+  ValidationOptions v = ReplayOwn();
   auto report = Validate(*records, v);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   int smartgen = 0;
@@ -191,13 +195,8 @@ TEST(SimValidation, ReplaysTheRecordedSelectionsOfAStories260kRun) {
   const MeasuredRecord& sg = (*records)[2];
   ASSERT_EQ(sg.mode, Mode::kSmartgen);
   ASSERT_TRUE(sg.selection.contains("selection_fresh_per_step"));
-  ValidationOptions v;
-  v.smartgen.first_wait_ms = 15;  // the default when these runs were recorded (now 8)
-  v.cpu = *HardwareByName("cpu");
-  v.stats = *SelectionStatsByName("random-weights");
+  ValidationOptions v = ReplayOwn(15);
   v.shape = Stories260k();
-  v.calibration = Calibration::kOwn;
-  v.replay_selection = true;
   auto report = Validate(*records, v);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   const nlohmann::json& rows = (*report)["records"];
@@ -249,14 +248,9 @@ TEST(SimValidation, ReplaysAKvRetrievalRunAndShowsWhereItsTtstGoes) {
                                      "/tests/sim/data/kv_retrieval_tiny_r4_2026-12-01.jsonl");
   ASSERT_TRUE(records.ok()) << records.status().ToString();
   ASSERT_EQ(records->size(), 6u);
-  ValidationOptions v;
-  v.smartgen.first_wait_ms = 15;  // the default when these runs were recorded (now 8)
-  v.cpu = *HardwareByName("cpu");
-  v.stats = *SelectionStatsByName("random-weights");
+  ValidationOptions v = ReplayOwn(15);
   v.shape = KvRetrievalTiny();
   v.cpu.wait_overrun_s = 0.08e-3;  // recorded before the decode thread's timer slack was 1 us
-  v.calibration = Calibration::kOwn;
-  v.replay_selection = true;
   auto report = Validate(*records, v);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   v.burst_bytes = 0;  // the links without the engine bucket's burst
