@@ -119,6 +119,7 @@ Status RunPrefill(const BenchEngineOptions& o, Engine& e, kv::SequenceKv* seq,
     const std::int64_t rows = std::min(kHookQueryRows, n);
     last_q.assign(q + (n - rows) * q_dim, q + n * q_dim);
   };
+  chunk.query_rows = kHookQueryRows;
   chunk.on_layer_kv = [&](int, std::int64_t, std::int64_t) { ++layers_done; };
   model::ForwardChunk chunks[1] = {chunk};
   SG_RETURN_IF_ERROR(e.forward->Run(chunks));
