@@ -49,4 +49,12 @@ std::int64_t FetchCapBlocks(const SmartgenOptions& o, double link_bytes_per_s, d
 double LayerWaitBoundMs(const SmartgenOptions& o, double step_compute_ms, double local_attention_ms,
                         int n_layers);
 
+// Whether a layer keeps requesting layer l+1's predicted blocks (its own choice, asked for while
+// it runs): until kPredictionWarmupBlocks predicted blocks have been checked against the real
+// selection, and after that while at least kPredictionMinHitRate of them were selected (a wrong
+// guess costs link time the real fetches need). Counts may be expected values (the simulator).
+inline constexpr double kPredictionWarmupBlocks = 64;
+inline constexpr double kPredictionMinHitRate = 0.5;
+bool KeepPredicting(double predicted_blocks, double predicted_hits);
+
 }  // namespace smartgen::select

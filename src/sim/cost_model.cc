@@ -34,10 +34,20 @@ Seconds CostModel::Prefill(std::int64_t n) const {
 }
 
 Seconds CostModel::DecodeLayer(int batch, double attended_tokens) const {
+  const double kv_bytes = shape_.KvBytesPerTokenLayer() * attended_tokens;
+  if (hw_.attention_bytes_per_s > 0) {  // the weight products, then attention as its own phase
+    return Roofline(shape_.LayerLinearFlopsPerToken() * batch, shape_.LayerWeightBytes()) +
+           DecodeAttention(attended_tokens);
+  }
   const double flops = shape_.LayerLinearFlopsPerToken() * batch +
                        4.0 * shape_.q_dim() * attended_tokens;
-  const double bytes = shape_.LayerWeightBytes() + shape_.KvBytesPerTokenLayer() * attended_tokens;
-  return Roofline(flops, bytes);
+  return Roofline(flops, shape_.LayerWeightBytes() + kv_bytes);
+}
+
+Seconds CostModel::DecodeAttention(double attended_tokens) const {
+  const double kv_bytes = shape_.KvBytesPerTokenLayer() * attended_tokens;
+  if (hw_.attention_bytes_per_s > 0) return kv_bytes / hw_.attention_bytes_per_s;
+  return kv_bytes / hw_.decode_bytes_per_s();
 }
 
 Seconds CostModel::DecodeOutput(int batch) const {

@@ -5,7 +5,9 @@
 //   prefill layer, n tokens:  FLOPs = linear (2 x params x n) + causal attention;
 //                             bytes = the layer's weights (read once per prefill).
 //   decode step, layer:       FLOPs = 2 x params x batch + 4 x q_dim x attended keys;
-//                             bytes = weights + K/V of the attended tokens of every sequence.
+//                             bytes = weights + K/V of the attended tokens of every sequence
+//                             (with Hardware::attention_bytes_per_s: the weight roofline plus
+//                             the K/V read at that rate, as the CPU engine's two phases).
 //   output head:              once per prefill (last token) and once per step and sequence.
 // A sequence attending selectively (SmartGen, KV incomplete) reads only its selected blocks
 // and pays the scoring of its block summaries (SelectCost).
@@ -41,6 +43,9 @@ class CostModel {
   // One decode layer for a batch: `batch` sequences attending `attended_tokens` keys in
   // total in this layer (sum over the batch, window-limited by the caller).
   Seconds DecodeLayer(int batch, double attended_tokens) const;
+  // The attention part of it: reading `attended_tokens` keys' K/V (Hardware::
+  // attention_bytes_per_s, else at the decode rate).
+  Seconds DecodeAttention(double attended_tokens) const;
   // Output head of one step for `batch` sequences.
   Seconds DecodeOutput(int batch) const;
   // A whole dense step for `batch` sequences of `context` tokens each (for estimates).

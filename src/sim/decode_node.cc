@@ -123,6 +123,26 @@ void DecodeNode::Fetch(SimRequest* r, int layer, double blocks) {
   });
 }
 
+void DecodeNode::MispredictFetch(SimRequest* r, int layer, double blocks) {
+  blocks = r->kv->Mispredicted(layer, blocks);
+  if (blocks <= 0) return;
+  r->mispredicted += blocks;
+  const double bytes = blocks * r->block_bytes;
+  r->bytes[static_cast<int>(Path::kOnDemand)] += bytes;
+  Link* link = r->link;
+  queue_->After(link->config().latency_s, [this, r, layer, blocks, bytes, link] {
+    if (r->finished()) {
+      r->bytes[static_cast<int>(Path::kOnDemand)] -= bytes;
+      return;
+    }
+    const std::uint64_t id = link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks] {
+      r->kv->MispredictedLanded(layer, blocks);
+      hooks_.kv_changed(r);
+    });
+    r->pushes.push_back({Path::kOnDemand, id});
+  });
+}
+
 void DecodeNode::StartLayer(int layer) {
   layer_ = layer;
   ++layer_id_;
@@ -131,7 +151,6 @@ void DecodeNode::StartLayer(int layer) {
   layer_start_ = queue_->now();
   const ModelShape& s = cost_->shape();
   const SmartgenSimOptions& o = options_->smartgen;
-  const bool predict = o.predict_next && stats_->predictor_hit >= 0.5;
   double attended = 0;
   Seconds select_cost = 0;
   Seconds bound = 0;  // the longest wait any member's session allows this layer
@@ -151,7 +170,8 @@ void DecodeNode::StartLayer(int layer) {
     const double blocks = o.attend_present ? std::max(r->kv->present(layer), d.selected - d.absent) : d.selected;
     const double local_tokens = blocks / s.n_kv_heads * options_->block_tokens + r->decode_steps;
     attended += local_tokens;
-    select_cost += cost_->SelectCost(r->kv->n_prompt_blocks());
+    select_cost +=
+        cost_->SelectCost(r->kv->n_prompt_blocks()) + cost_->hardware().selective_layer_s;
     r->selected_blocks += d.selected;
     if (!o.fetch_on_demand) {
       r->absent_at_deadline += d.absent;
@@ -161,14 +181,26 @@ void DecodeNode::StartLayer(int layer) {
     const double cap = static_cast<double>(select::FetchCapBlocks(
         o, r->link->bytes_per_second(), r->step_ms, r->block_bytes, s.n_layers));
     Fetch(r, layer, std::min(r->kv->wanted(layer), cap));
+    // Predictions that pay (select::KeepPredicting past its warmup). The node also predicts
+    // through the warmup, hit or miss; modelling those wasted fetches is left out (docs/
+    // RESULTS.md, "Validation after the step's phases were measured").
+    const bool predict = o.predict_next && stats_->predictor_hit >= select::kPredictionMinHitRate;
     if (predict && layer + 1 < s.n_layers && r->kv->selective(layer + 1)) {
-      // Layer l+1's blocks that layer l's choice predicts, requested now.
+      // Layer l+1's blocks that layer l's choice predicts, requested now: the absent ones of a
+      // selection that size; the hits are what layer l+1 then selects, the rest are fetched
+      // for nothing but land all the same.
       const LayerDemand next = r->kv->Select(layer + 1, step, *stats_);
       predicted_[i][layer + 1] = next;
-      Fetch(r, layer + 1, std::min(next.to_fetch * stats_->predictor_hit, cap));
+      const double all = r->kv->layer_blocks(layer + 1);
+      const double asked =
+          std::min(cap, all > 0 ? next.selected * (1.0 - r->kv->present(layer + 1) / all) : 0.0);
+      const double hits = std::min(next.to_fetch, asked * stats_->predictor_hit);
+      Fetch(r, layer + 1, hits);
+      MispredictFetch(r, layer + 1, asked * (1.0 - stats_->predictor_hit));
+      r->predicted_asked += asked;
     }
     // The node's wait bound: its share of the step, or the layer's own attention time.
-    const Seconds local_attention = cost_->DecodeLayer(1, local_tokens) - cost_->DecodeLayer(1, 0);
+    const Seconds local_attention = cost_->DecodeAttention(local_tokens);
     Seconds b = select::LayerWaitBoundMs(o, r->step_compute_ms, local_attention * 1e3, s.n_layers) / 1e3;
     // The first step waits for the prefill node's blocks until first_wait_ms after PrefillDone.
     if (step == 1 && o.first_step && r->prefill_done_at >= 0) {
@@ -186,7 +218,8 @@ void DecodeNode::StartLayer(int layer) {
     TryFinishLayer();
   });
   if (bound * 1e3 < kWaitUntilLandedMs) {  // else: until every fetch landed
-    queue_->After(compute + bound, [this, id] {
+    // A wait that runs to its bound ends the decode thread's wake-up later.
+    queue_->After(compute + bound + cost_->hardware().wait_overrun_s, [this, id] {
       if (id != layer_id_) return;
       deadline_passed_ = true;
       TryFinishLayer();
@@ -235,6 +268,7 @@ void DecodeNode::EndStep() {
     SimRequest* r = m.r;
     r->step_ms = r->step_ms == 0 ? step_ms : 0.8 * r->step_ms + 0.2 * step_ms;
     r->step_compute_ms = r->step_compute_ms == 0 ? own_ms : 0.8 * r->step_compute_ms + 0.2 * own_ms;
+    r->stall_s += step_stall_;
   }
   std::vector<SimRequest*> still;
   for (SimRequest* r : batch_) {

@@ -65,6 +65,8 @@ class DecodeNode {
   void StartStep();
   void StartLayer(int layer);
   void Fetch(SimRequest* r, int layer, double blocks);
+  // A prediction's wrong blocks: fetched on demand, land as never-selected present blocks.
+  void MispredictFetch(SimRequest* r, int layer, double blocks);
   bool Awaiting(int layer) const;  // a member's requested blocks of `layer` are in flight
   void TryFinishLayer();
   void FinishLayer();

@@ -35,8 +35,12 @@ Hardware Gpu(std::string name, double tflops, double gbs, double mem_gb, std::st
 // (0.69); the first step after a prompt's KV was written pays about 26 GB/s over it (colocated
 // TTST - TBT in the quiet 2026-12-01 18:46 sweep: 1.9 ms at 47 MB, 3.5 ms at 94 MB; it was 3 GB/s,
 // 17 and 31 ms, before the engine's prefill ran in 512-token micro-batches and its decode
-// attention prefetched); Quest scoring ran at 10.7 GFLOP/s on one core
-// ("Cost of the policies": 55 us per SmolLM2 layer at 4096 tokens).
+// attention prefetched). A selective layer-step as the node's step phases (selective_ms)
+// measured it (2026-12-01 20:42 UTC, 4096 tokens, R 1 and 4): selection 0.07-0.09 ms (7.4
+// GFLOP/s on the Quest bound), attention over what is present at 11.3 GB/s of K/V (64-68 ns
+// per key and layer; the colocated steps' growth with the context gives the same), 0.08 ms of
+// its own beyond both, and a wait that runs to its bound ends 0.045 ms after it (0.08 ms
+// before the decode thread's timer slack was lowered to 1 us).
 Hardware Cpu() {
   Hardware h;
   h.name = "cpu";
@@ -47,7 +51,10 @@ Hardware Cpu() {
   h.memory_bytes = 24e9;
   h.layer_overhead_s = 0;
   h.first_touch_bytes_per_s = 26e9;
-  h.select_flops = 10.7e9;
+  h.select_flops = 7.4e9;
+  h.attention_bytes_per_s = 11.3e9;
+  h.wait_overrun_s = 0.045e-3;
+  h.selective_layer_s = 0.08e-3;
   h.source = "2-core development machine, docs/RESULTS.md (engine performance, TTST sweep)";
   return h;
 }

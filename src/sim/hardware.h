@@ -33,6 +33,15 @@ struct Hardware {
   // Rate of the on-demand block scoring (Quest upper bounds over the summaries), FLOP/s;
   // 0 = memory-bound on the summary bytes.
   double select_flops = 0;
+  // Rate at which a decode step's attention reads K/V, B/s, as its own phase after the layer's
+  // weight products (the CPU engine's); 0 = K/V streams with the weights at the decode rate
+  // (the GPU presets' roofline).
+  double attention_bytes_per_s = 0;
+  // How late a bounded wait that runs to its bound ends (the decode thread's wake-up), s.
+  double wait_overrun_s = 0;
+  // A selective layer-step's own cost beyond scoring and attention (the residency look-ups,
+  // block lists and fetch bookkeeping the node does every layer), s.
+  double selective_layer_s = 0;
   std::string source;
 
   double prefill_flops() const { return peak_flops * compute_eff; }

@@ -48,6 +48,17 @@ Result<SelectionStats> SelectionStatsFromRecord(const nlohmann::json& record, co
     s.predictor_hit = record["prediction_hit_rate"].get<double>();
     any = true;
   }
+  if (record.contains("first_step_blocks") && record["first_step_blocks"].is_number()) {
+    s.first_step_blocks = record["first_step_blocks"].get<double>();
+    any = true;
+  }
+  if (record.contains("on_demand_ratio_per_step") &&
+      record["on_demand_ratio_per_step"].is_array() &&
+      !record["on_demand_ratio_per_step"].empty() &&
+      record["on_demand_ratio_per_step"][0].is_number()) {
+    s.step1_absent = record["on_demand_ratio_per_step"][0].get<double>();
+    any = true;
+  }
   if (!any) return NotFound("the record has no selection statistics");
   s.name = "replay";
   s.source = "replayed from a bench ttst record, lift from " + base.name;

@@ -46,6 +46,11 @@ struct SelectionStats {
   double predictor_hit = 0.125;
   // Replayed: the recorded churn of steps 1, 2, ... (index step - 1); beyond it the model.
   std::vector<double> churn_per_step;
+  // Replayed: how many blocks the prefill node's first step pushed (-1: the model decides).
+  double first_step_blocks = -1;
+  // Replayed: the share of step 1's selection that was not on the decode node (the record's
+  // on_demand_ratio_per_step[0]; -1: the lift model decides).
+  double step1_absent = -1;
   std::string source;
 
   // Share of the score-selected blocks that are new at decode step `step` (1 = token 2).
@@ -56,7 +61,9 @@ struct SelectionStats {
 
 Result<SelectionStats> SelectionStatsByName(std::string_view name);
 // `base` with what a bench ttst record measured: selection_churn_per_step (replayed step by
-// step), selection_churn (the churn after the recorded steps), prediction_hit_rate.
+// step), selection_churn (the churn after the recorded steps), prediction_hit_rate,
+// first_step_blocks (the prefill node's prefill_stats.smartgen.first_step_blocks),
+// on_demand_ratio_per_step (its first entry: step 1's absent share).
 // kNotFound when the record has none of them.
 Result<SelectionStats> SelectionStatsFromRecord(const nlohmann::json& record, const SelectionStats& base);
 std::span<const std::string_view> SelectionStatsNames();

@@ -52,9 +52,13 @@ LayerDemand SmartgenKv::Select(int layer, int step, const SelectionStats& stats)
   double fresh_absent = 0;
   if (fresh > 0 && s.never > 0) {
     const double p = s.never_present / s.never;
-    // Step 1: the lift model on the whole selection, with the proactive share at its start.
-    const double present =
-        step <= 1 ? std::min(fresh, s.k * stats.FirstStepPresent(s.p0)) : fresh * p;
+    // Step 1: the lift model on the whole selection, with the proactive share at its start (or
+    // the recorded share of the selection that was absent).
+    double present = step <= 1 ? std::min(fresh, s.k * stats.FirstStepPresent(s.p0)) : fresh * p;
+    if (step <= 1 && stats.step1_absent >= 0) {
+      present =
+          std::max(0.0, fresh - std::max(0.0, d.selected * stats.step1_absent - repeat_absent));
+    }
     const double present_taken = std::min(present, s.never_present);
     fresh_absent = fresh - present_taken;
     // Absent fresh blocks come from the speculative batch on the wire in proportion.
@@ -76,7 +80,11 @@ double SmartgenKv::PlanFirstStep(const SelectionStats& stats, double max_blocks)
   double candidates = 0;
   for (const Layer& s : layers_) candidates += s.k * (1.0 - stats.FirstStepPresent(s.p0));
   if (candidates <= 0 || max_blocks <= 0) return 0;
-  const double share = std::min(1.0, max_blocks / candidates);
+  // A replayed count is what the prefill node's own first step found absent and pushed.
+  const double want =
+      stats.first_step_blocks >= 0 ? std::min(max_blocks, stats.first_step_blocks) : max_blocks;
+  const double share =
+      stats.first_step_blocks >= 0 ? want / candidates : std::min(1.0, want / candidates);
   double total = 0;
   for (Layer& s : layers_) {
     const double take = std::min(s.never - s.never_present, s.k * (1.0 - stats.FirstStepPresent(s.p0)) * share);
@@ -130,8 +138,31 @@ double SmartgenKv::wanted(int layer) const {
 
 double SmartgenKv::speculative_remaining() const {
   double r = 0;
-  for (const Layer& s : layers_) r += s.never - s.never_present - s.never_fly;
+  for (const Layer& s : layers_) r += s.never - s.never_present - s.never_fly - s.never_pred;
   return r;
+}
+
+double SmartgenKv::Mispredicted(int layer, double n) {
+  const int i = index_[layer];
+  if (i < 0 || n <= 0) return 0;
+  Layer& s = layers_[i];
+  const double take = std::clamp(s.never - s.never_present - s.never_fly - s.never_pred, 0.0, n);
+  s.never_pred += take;
+  return take;
+}
+
+void SmartgenKv::MispredictedLanded(int layer, double n) {
+  const int i = index_[layer];
+  if (i < 0) return;
+  Layer& s = layers_[i];
+  n = std::min(n, s.never_pred);
+  s.never_pred -= n;
+  s.never_present = std::min(s.never, s.never_present + n);
+}
+
+double SmartgenKv::layer_blocks(int layer) const {
+  const int i = index_[layer];
+  return i < 0 ? 0.0 : layers_[i].edges + layers_[i].never + layers_[i].selected;
 }
 
 double SmartgenKv::TakeSpeculative(double max_blocks) {
@@ -139,7 +170,7 @@ double SmartgenKv::TakeSpeculative(double max_blocks) {
   if (pool <= 0 || max_blocks <= 0) return 0;
   const double take = std::min(max_blocks, pool);
   for (Layer& s : layers_) {
-    const double absent = s.never - s.never_present - s.never_fly;
+    const double absent = s.never - s.never_present - s.never_fly - s.never_pred;
     s.never_fly += take * absent / pool;
   }
   return take;

@@ -80,6 +80,12 @@ class SmartgenKv {
   // The batch taken last landed (minus whatever was fetched on demand meanwhile).
   void SpeculativeLanded();
   double speculative_remaining() const;  // absent, never requested, not on the wire
+  // A wrong prediction: up to `n` absent blocks of `layer` that no step selected are fetched
+  // (on the wire until MispredictedLanded); returns how many.
+  double Mispredicted(int layer, double n);
+  void MispredictedLanded(int layer, double n);
+  // The layer's blocks (all heads; 0 for a window layer).
+  double layer_blocks(int layer) const;
 
   double missing() const;  // blocks not on the decode node
   bool exact() const { return missing() < 0.5; }
@@ -92,6 +98,7 @@ class SmartgenKv {
     double never = 0;     // never-selected non-edge blocks
     double never_present = 0;
     double never_fly = 0; // in the speculative batch on the wire
+    double never_pred = 0;  // fetched by a wrong prediction, on the wire
     double wanted = 0;    // selected, absent, not requested
     double requested = 0; // selected, fetch on the wire
     double selected = 0;  // ever selected (score-selected)

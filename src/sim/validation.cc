@@ -1,9 +1,10 @@
 #include "sim/validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <algorithm>
 #include <map>
+#include <set>
 
 #include "sim/cluster.h"
 #include "sim/cost_model.h"
@@ -25,6 +26,38 @@ bool HasSelection(const MeasuredRecord& m) { return m.selection.is_object() && !
 nlohmann::json RelErr(double sim, double measured) {
   if (!(measured > 0) || !(sim >= 0)) return nullptr;
   return sim / measured - 1.0;
+}
+
+// Least-squares slope of the colocated records' decode step (median gap, else mean TBT) over
+// their mean context, as a K/V read rate: KV bytes per key and layer / (slope / layers).
+// 0 when fewer than two prompt lengths or the steps do not grow with the context.
+double FitAttentionRate(
+    const std::map<std::pair<std::int64_t, double>, const MeasuredRecord*>& colocated,
+    const ModelShape& shape) {
+  std::vector<std::pair<double, double>> points;  // (context, step s)
+  std::set<std::int64_t> lengths;
+  for (const auto& [key, r] : colocated) {
+    const double ms = r->median_gap_ms > 0 ? r->median_gap_ms : r->mean_tbt_ms;
+    if (ms <= 0) continue;
+    points.emplace_back(static_cast<double>(r->prompt_tokens + r->output_tokens / 2), ms / 1e3);
+    lengths.insert(r->prompt_tokens);
+  }
+  if (lengths.size() < 2) return 0;
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : points) {
+    mx += x;
+    my += y;
+  }
+  mx /= static_cast<double>(points.size());
+  my /= static_cast<double>(points.size());
+  double sxy = 0, sxx = 0;
+  for (const auto& [x, y] : points) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) * (x - mx);
+  }
+  const double slope = sxx > 0 ? sxy / sxx : 0;  // s per key of context, all layers
+  if (slope <= 0) return 0;
+  return shape.KvBytesPerTokenLayer() * shape.n_layers / slope;
 }
 
 }  // namespace
@@ -71,9 +104,13 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
     if (j.contains("prefill_stats") && j["prefill_stats"].is_object() && j["prefill_stats"].contains("smartgen") &&
         j["prefill_stats"]["smartgen"].is_object()) {
       r.proactive_budget_bytes = Num(j["prefill_stats"]["smartgen"], "proactive_budget_bytes", 0);
+      if (j["prefill_stats"]["smartgen"].contains("first_step_blocks")) {
+        r.selection["first_step_blocks"] = j["prefill_stats"]["smartgen"]["first_step_blocks"];
+      }
     }
-    for (const char* k : {"selection_churn", "selection_churn_per_step", "selection_fresh",
-                          "selection_fresh_per_step", "prediction_hit_rate"}) {
+    for (const char* k :
+         {"selection_churn", "selection_churn_per_step", "selection_fresh",
+          "selection_fresh_per_step", "prediction_hit_rate", "on_demand_ratio_per_step"}) {
       if (j.contains(k)) r.selection[k] = j[k];
     }
     if (j.contains("token_ms") && j["token_ms"].is_array() && j["token_ms"].size() >= 3) {
@@ -85,6 +122,19 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
       if (!gaps.empty()) {
         std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
         r.median_gap_ms = gaps[gaps.size() / 2];
+      }
+    }
+    if (j.contains("layer_stall_ms") && j["layer_stall_ms"].is_array()) {
+      r.stall_ms = 0;
+      for (const auto& x : j["layer_stall_ms"]) r.stall_ms += x.is_number() ? x.get<double>() : 0.0;
+    }
+    if (j.contains("selective_ms") && j["selective_ms"].is_object() &&
+        Num(j, "selective_layer_steps", 0) > 0) {
+      const nlohmann::json& p = j["selective_ms"];
+      r.select_ms_per_layer_step = Num(p, "select", 0) / Num(j, "selective_layer_steps", 1);
+      const double waited = Num(p, "waited_layer_steps", 0);
+      if (waited > 0 && r.stall_ms >= 0) {
+        r.wait_overrun_ms = std::max(0.0, (r.stall_ms - Num(p, "wait_bound", 0)) / waited);
       }
     }
     r.time_to_exact_ms = Num(j, "time_to_exact_ms", -1);
@@ -107,33 +157,57 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
   for (const MeasuredRecord& r : records) {
     if (r.mode == Mode::kColocated) colocated[{r.prompt_tokens, r.ratio}] = &r;
   }
+  // The attention rate from the colocated steps' growth with the context (two or more prompt
+  // lengths): what a decode step's attention costs per key on this machine.
+  Hardware cpu = options.cpu;
+  if (options.calibration != Calibration::kPreset && cpu.attention_bytes_per_s > 0) {
+    const double rate = FitAttentionRate(colocated, shape);
+    if (rate > 0) cpu.attention_bytes_per_s = rate;
+  }
   nlohmann::json rows = nlohmann::json::array();
   struct Acc {
     std::vector<double> ttst, tbt, e2e, exact;
   };
   std::map<std::string, Acc> acc;
   for (const MeasuredRecord& m : records) {
-    Hardware hw = options.cpu;
+    Hardware hw = cpu;
     if (options.calibration != Calibration::kPreset) {
       const CostModel base(hw, shape);
       // The request's own prefill (bench ttst records it; older tables only TTFT).
       const double prefill_ms = m.prefill_ms > 0 ? m.prefill_ms : m.ttft_ms;
       if (prefill_ms > 0) hw.compute_eff *= base.Prefill(m.prompt_tokens) / (prefill_ms / 1e3);
       // Mean dense step over the output (context grows by output_tokens / 2 on average).
-      const Seconds step = base.DecodeStep(1, m.prompt_tokens + m.output_tokens / 2);
+      const std::int64_t context = m.prompt_tokens + m.output_tokens / 2;
+      const Seconds step = base.DecodeStep(1, context);
+      // The step's attention keeps its own rate; the measured step scales the rest.
+      Seconds attention = 0;
+      if (hw.attention_bytes_per_s > 0) {
+        for (int l = 0; l < shape.n_layers; ++l) {
+          attention += base.DecodeAttention(static_cast<double>(shape.LayerKvTokens(l, context)));
+        }
+      }
+      auto scale_to = [&](double measured_ms) {
+        const double rest = measured_ms / 1e3 - attention;
+        if (rest > 0) hw.mem_eff *= (step - attention) / rest;
+      };
       auto it = colocated.find({m.prompt_tokens, m.ratio});
       // A SmartGen record's own gaps hold its waits: its dense step is colocated's.
       const bool own_kind = options.calibration == Calibration::kOwn || options.calibration == Calibration::kOwnAll;
       const bool own = own_kind && m.median_gap_ms > 0 &&
                        (m.mode != Mode::kSmartgen || it == colocated.end() ||
                         options.calibration == Calibration::kOwnAll);
+      if (own_kind && m.mode == Mode::kSmartgen && m.select_ms_per_layer_step > 0) {
+        // The node's selection time per layer-step over the prompt's blocks per KV head.
+        const double blocks = static_cast<double>((m.prompt_tokens + 15) / 16);
+        hw.select_flops =
+            4.0 * shape.n_heads * shape.head_dim * blocks / (m.select_ms_per_layer_step / 1e3);
+        hw.wait_overrun_s = m.wait_overrun_ms / 1e3;
+      }
       if (own) {
-        hw.mem_eff *= step / (m.median_gap_ms / 1e3);
+        scale_to(m.median_gap_ms);
       } else if (it != colocated.end() && it->second->mean_tbt_ms > 0) {
-        const double colocated_ms = own_kind && it->second->median_gap_ms > 0
-                                        ? it->second->median_gap_ms
-                                        : it->second->mean_tbt_ms;
-        hw.mem_eff *= step / (colocated_ms / 1e3);
+        scale_to(own_kind && it->second->median_gap_ms > 0 ? it->second->median_gap_ms
+                                                           : it->second->mean_tbt_ms);
       }
     }
     ClusterSpec spec;
@@ -177,12 +251,21 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     row["options"] = m.options;
     row["simulated_mode"] = sim["mode"];
     row["selection_stats"] = spec.stats.name;
-    row["measured"] = {{"ttft_ms", m.ttft_ms}, {"ttst_ms", m.ttst_ms}, {"mean_tbt_ms", m.mean_tbt_ms},
-                       {"e2e_ms", m.e2e_ms}, {"bytes_over_full", m.bytes_over_full},
-                       {"time_to_exact_ms", m.time_to_exact_ms >= 0 ? nlohmann::json(m.time_to_exact_ms) : nlohmann::json()}};
-    row["simulated"] = {{"ttft_ms", sim["ttft_ms"]}, {"ttst_ms", sim["ttst_ms"]},
-                        {"mean_tbt_ms", sim["mean_tbt_ms"]}, {"e2e_ms", sim["e2e_ms"]},
+    row["measured"] = {
+        {"ttft_ms", m.ttft_ms},
+        {"ttst_ms", m.ttst_ms},
+        {"mean_tbt_ms", m.mean_tbt_ms},
+        {"e2e_ms", m.e2e_ms},
+        {"bytes_over_full", m.bytes_over_full},
+        {"stall_ms", m.stall_ms >= 0 ? nlohmann::json(m.stall_ms) : nlohmann::json()},
+        {"time_to_exact_ms",
+         m.time_to_exact_ms >= 0 ? nlohmann::json(m.time_to_exact_ms) : nlohmann::json()}};
+    row["simulated"] = {{"ttft_ms", sim["ttft_ms"]},
+                        {"ttst_ms", sim["ttst_ms"]},
+                        {"mean_tbt_ms", sim["mean_tbt_ms"]},
+                        {"e2e_ms", sim["e2e_ms"]},
                         {"bytes_over_full", sim["bytes_over_full"]},
+                        {"stall_ms", sim["stall_ms"]},
                         {"time_to_exact_ms", sim["time_to_exact_ms"]},
                         {"bytes", sim["bytes"]}};
     const nlohmann::json e_ttst = RelErr(get("ttst_ms"), m.ttst_ms);

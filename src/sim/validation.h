@@ -10,8 +10,8 @@
 // length, mode and output length, on the "cpu" preset with one of two calibrations:
 //   kPreset   - the preset as it is (one calibration for the whole sweep);
 //   kRecorded - the settings the benchmark itself records per run: the prefill time of that
-//               request (prefill_ms, else its TTFT; bench ttst measures R from it) and the decode step of the
-//               colocated record of the same (prompt, R) point (the floor every mode is
+//               request (prefill_ms, else its TTFT; bench ttst measures R from it) and the decode
+//               step of the colocated record of the same (prompt, R) point (the floor every mode is
 //               compared with); colocated's own TBT is then an input, not a prediction.
 //   kOwn      - for a loaded machine, where the decode speed changes from run to run: the
 //               request's own prefill and, as the dense decode step, the median of its own
@@ -20,6 +20,9 @@
 //               the mean TBT of the dense modes becomes an input.
 //   kOwnAll   - kOwn with SmartGen's own gaps too (when colocated's run saw another load):
 //               its TBT is then partly an input, and its waits are counted twice.
+// Under kOwn a SmartGen record that carries its node's step phases (selective_ms) is
+// simulated with its selection time per layer-step and its waits' overrun past their bounds
+// (machine figures, like the dense step; the waits themselves stay predictions).
 // Under kRecorded and kOwn a SmartGen record that carries its node's proactive budget is
 // simulated with that budget (the node sized it from its own estimate of the prefill, which
 // the load can make wrong), as proactive_ratio = kv_bytes / budget.
@@ -59,6 +62,11 @@ struct MeasuredRecord {
   // (prefill_stats.smartgen.proactive_budget_bytes) and the full KV (kv_bytes); 0 = unknown.
   double proactive_budget_bytes = 0, kv_bytes = 0;
   double time_to_exact_ms = -1;  // -1 = not exact by the end
+  double stall_ms =
+      -1;  // SmartGen: the decode steps' fetch waits (layer_stall_ms summed), -1 = unknown
+  // SmartGen, from the node's selective_ms (0 = not recorded): a selective layer-step's
+  // selection time, and how far its waits ran past their bounds (stall - bounds, per wait).
+  double select_ms_per_layer_step = 0, wait_overrun_ms = 0;
 };
 
 enum class Calibration { kPreset, kRecorded, kOwn, kOwnAll };

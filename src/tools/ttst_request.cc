@@ -86,12 +86,26 @@ json RequestFields(const json& s) {
       {"kv_bytes_received", StatNumber(s, "kv_bytes_received")},
       {"fallback", s.value("fallback", false)},
   };
-  for (const char* k : {"time_to_exact_ms", "bytes_by_path", "on_demand_ratio",
-                        "on_demand_ratio_per_step", "layer_stall_ms", "kv_ready_ms",
-                        "recomputed_locally", "auto", "kv_blocks_duplicate", "prediction_hit_rate",
-                        "present_mass_share_per_step", "late_blocks", "fetch_capped_blocks",
-                        "selection_churn", "selection_churn_per_step", "selection_fresh",
-                        "selection_fresh_per_step"}) {
+  for (const char* k : {"time_to_exact_ms",
+                        "bytes_by_path",
+                        "on_demand_ratio",
+                        "on_demand_ratio_per_step",
+                        "layer_stall_ms",
+                        "kv_ready_ms",
+                        "recomputed_locally",
+                        "auto",
+                        "kv_blocks_duplicate",
+                        "prediction_hit_rate",
+                        "present_mass_share_per_step",
+                        "late_blocks",
+                        "fetch_capped_blocks",
+                        "selection_churn",
+                        "selection_churn_per_step",
+                        "selection_fresh",
+                        "selection_fresh_per_step",
+                        "selective_layer_steps",
+                        "selective_ms",
+                        "prefill_done_ms"}) {
     if (s.contains(k)) rec[k] = s[k];
   }
   // The prefill node's side: its link-rate estimate, proactive budget, first step.

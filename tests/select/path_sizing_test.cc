@@ -65,5 +65,15 @@ TEST(AutoMode, LayerwiseExactlyWhenTheLinkKeepsUpWithPrefill) {
   EXPECT_EQ(AutoChoiceName(AutoChoice::kSmartgen), "smartgen");
 }
 
+TEST(PathSizing, PredictionsRunThroughTheWarmupThenOnlyWhileHalfAreHits) {
+  EXPECT_TRUE(KeepPredicting(0, 0));
+  EXPECT_TRUE(KeepPredicting(kPredictionWarmupBlocks - 1, 0));  // still warming up
+  EXPECT_FALSE(KeepPredicting(kPredictionWarmupBlocks, 1));
+  EXPECT_TRUE(
+      KeepPredicting(kPredictionWarmupBlocks, kPredictionWarmupBlocks * kPredictionMinHitRate));
+  EXPECT_FALSE(KeepPredicting(1000, 499));
+  EXPECT_TRUE(KeepPredicting(1000, 500));
+}
+
 }  // namespace
 }  // namespace smartgen::select

@@ -1,6 +1,7 @@
 // Mode timelines on cases that can be computed by hand from the cost model and the link.
 #include <gtest/gtest.h>
 
+#include "select/path_sizing.h"
 #include "select/proactive.h"
 #include "sim/cluster.h"
 #include "sim/cost_model.h"
@@ -148,6 +149,37 @@ TEST(SimModes, BoundedWaitKeepsStepsWithinTheNodesBoundAndLeavesLateBlocksOut) {
   EXPECT_NEAR(a["present_share"].get<double>(), 1.0, 1e-9);
   EXPECT_LT(b["present_share"].get<double>(), 1.0);
   EXPECT_GT(b["present_share"].get<double>(), 0.5);
+}
+
+TEST(SimModes, OnlyPredictionsThatPayAreFetchedAndTheirMissesLandAsPresentBlocks) {
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
+  spec.stats.predictor_hit = 0.4;  // below select::kPredictionMinHitRate: not modelled
+  const nlohmann::json low = RequestRecord(*RunOne(spec, kPrompt, 16).requests[0]);
+  EXPECT_EQ(low["predicted_blocks"].get<double>(), 0);
+  spec.stats.predictor_hit = 0.6;
+  const nlohmann::json hit = RequestRecord(*RunOne(spec, kPrompt, 16).requests[0]);
+  EXPECT_GT(hit["predicted_blocks"].get<double>(), select::kPredictionWarmupBlocks);
+  // asked x (1 - hit) of them were no step's choice, fetched all the same.
+  EXPECT_NEAR(hit["mispredicted_blocks"].get<double>(), 0.4 * hit["predicted_blocks"].get<double>(),
+              0.05 * hit["predicted_blocks"].get<double>());
+  spec.options.smartgen.predict_next = false;
+  const nlohmann::json off = RequestRecord(*RunOne(spec, kPrompt, 16).requests[0]);
+  EXPECT_EQ(off["predicted_blocks"].get<double>(), 0);
+}
+
+TEST(SimCost, AttentionAsItsOwnPhaseAddsToTheWeightRoofline) {
+  Hardware h = testing::IdealNode();
+  const ModelShape m = *ModelShapeByName("smollm2-135m");
+  const CostModel fused(h, m);
+  h.attention_bytes_per_s = 10e9;
+  const CostModel split(h, m);
+  EXPECT_DOUBLE_EQ(split.DecodeAttention(1000), m.KvBytesPerTokenLayer() * 1000 / 10e9);
+  EXPECT_NEAR(split.DecodeLayer(1, 1000) - split.DecodeLayer(1, 0), split.DecodeAttention(1000),
+              1e-12);
+  EXPECT_NEAR(fused.DecodeLayer(1, 0), split.DecodeLayer(1, 0), 1e-12);  // the weights alike
+  EXPECT_DOUBLE_EQ(fused.DecodeAttention(1000),
+                   m.KvBytesPerTokenLayer() * 1000 / h.mem_bytes_per_s);
 }
 
 TEST(SimModes, FirstStepRunsOnThePrefillNodeAndPushesWhatTheLinkCarriesInTheWait) {

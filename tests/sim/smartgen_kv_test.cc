@@ -86,6 +86,22 @@ TEST(SmartgenKv, FetchesAndTheStreamConserveBlocksUntilExact) {
   EXPECT_TRUE(kv.exact());
 }
 
+TEST(SmartgenKv, AWrongPredictionFetchesNeverSelectedBlocksThatThenArePresent) {
+  const Fixture f(18.3e6);
+  SmartgenKv kv = f.Make();
+  const double before = kv.missing(), stream = kv.speculative_remaining(), present = kv.present(5);
+  EXPECT_DOUBLE_EQ(kv.layer_blocks(5), 3.0 * 256);
+  const double took = kv.Mispredicted(5, 40);
+  EXPECT_DOUBLE_EQ(took, 40);
+  EXPECT_NEAR(kv.speculative_remaining(), stream - 40, 1e-9);  // the stream skips them
+  EXPECT_NEAR(kv.missing(), before, 1e-9);                     // still on the wire
+  kv.MispredictedLanded(5, 40);
+  EXPECT_NEAR(kv.missing(), before - 40, 1e-9);
+  EXPECT_NEAR(kv.present(5), present + 40, 1e-9);
+  // Never more than the layer lacks.
+  EXPECT_LE(kv.Mispredicted(5, 1e9), kv.layer_blocks(5) - kv.present(5) + 1e-9);
+}
+
 TEST(SmartgenKv, WindowLayersArePushedWholeAndNeverSelective) {
   SmartgenSimOptions options;
   const ModelShape gemma = *ModelShapeByName("gemma-3-12b");

@@ -127,6 +127,46 @@ TEST(SimValidation, FreshSweepTransferBoundFiguresAgreeWithin15Percent) {
   EXPECT_EQ(checked, 13);
 }
 
+TEST(SimValidation, QuietSweepAgreesExceptSmartgensTokenTwo) {
+  // The quiet sweep of docs/RESULTS.md ("Validation after the step's phases were measured"):
+  // every transfer-bound figure within 15 %, SmartGen's TBT within 16 %, and SmartGen's TTST
+  // below the measurement by up to 40 % (2048 tokens, R = 1): the part of token 2 the
+  // simulator does not yet explain (issue 13, outcome 1).
+  auto records = ReadMeasuredRecords(std::string(SMARTGEN_SOURCE_DIR) +
+                                     "/tests/sim/data/ttst_sweep_quiet_2026-12-01.jsonl");
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_EQ(records->size(), 40u);
+  ValidationOptions v;
+  v.cpu = *HardwareByName("cpu");
+  v.stats = *SelectionStatsByName("random-weights");
+  v.calibration = Calibration::kOwn;
+  v.replay_selection = true;
+  auto report = Validate(*records, v);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  int smartgen = 0;
+  for (const nlohmann::json& row : (*report)["records"]) {
+    const std::string mode = row["mode"];
+    SCOPED_TRACE(row.dump());
+    EXPECT_LE(Err(row, "e2e"), 0.15);
+    if (mode == "colocated" || mode == "full" ||
+        (mode == "layerwise" && row["ratio"].get<double>() != 1.0)) {
+      EXPECT_LE(Err(row, "ttst"), 0.15);
+    }
+    if (mode == "full" || mode == "layerwise") EXPECT_LE(Err(row, "time_to_exact"), 0.15);
+    if (mode != "smartgen") continue;
+    ++smartgen;
+    EXPECT_LE(Err(row, "mean_tbt"), 0.16);
+    const double ttst = row["error"]["ttst"].get<double>();
+    EXPECT_LE(ttst, 0.10);
+    EXPECT_GE(ttst, -0.40);
+    // 0.05: at R = 1 the simulated request turns exact just before its last token, the
+    // measured one ended with 1.3 % of its KV still to come.
+    EXPECT_NEAR(row["simulated"]["bytes_over_full"].get<double>(),
+                row["measured"]["bytes_over_full"].get<double>(), 0.05);
+  }
+  EXPECT_EQ(smartgen, 10);
+}
+
 // stories260K (trained weights) through the serving path: its SmartGen record carries the
 // node's per-step selection statistics, which the simulator replays.
 ModelShape Stories260k() {
@@ -214,6 +254,7 @@ TEST(SimValidation, ReplaysAKvRetrievalRunAndShowsWhereItsTtstGoes) {
   v.cpu = *HardwareByName("cpu");
   v.stats = *SelectionStatsByName("random-weights");
   v.shape = KvRetrievalTiny();
+  v.cpu.wait_overrun_s = 0.08e-3;  // recorded before the decode thread's timer slack was 1 us
   v.calibration = Calibration::kOwn;
   v.replay_selection = true;
   auto report = Validate(*records, v);

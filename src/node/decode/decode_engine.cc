@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/log.h"
+#include "core/timer_slack.h"
 
 namespace smartgen::node {
 
@@ -86,6 +87,12 @@ int DecodeEngine::waiting() const { return n_waiting_.load(); }
 std::uint64_t DecodeEngine::steps() const { return steps_.load(); }
 
 void DecodeEngine::Loop() {
+  // A SmartGen step's bounded waits for on-demand blocks (one per layer) end at their bound,
+  // not the default 50 us slack after it.
+  constexpr std::int64_t kTimerSlackNs = 1000;
+  if (const Status st = core::SetTimerSlack(kTimerSlackNs); !st.ok()) {
+    SG_LOG_WARN("decode", "timer slack left at the default: {}", st.ToString());
+  }
   while (true) {
     std::vector<std::uint64_t> cancels;
     {

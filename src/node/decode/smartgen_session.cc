@@ -196,10 +196,9 @@ void SmartgenSession::RequestPredicted(int layer) {
       needed_.IsWindowLayer(layer + 1)) {
     return;
   }
-  if (predicted_ >= kPredictionWarmup &&
-      static_cast<double>(predicted_hits_) < kPredictionMinHitRate * static_cast<double>(predicted_)) {
+  if (!select::KeepPredicting(static_cast<double>(predicted_),
+                              static_cast<double>(predicted_hits_)))
     return;
-  }
   select::LayerSelection predicted;
   selector_.PredictNext(layer, &predicted);
   // Best effort: a failed early request is made again when the layer needs the blocks.
@@ -280,6 +279,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     SG_RETURN_IF_ERROR(Recover(Unavailable("the KV link is down")));
     return AttendDense(layer, q, pos, out);
   }
+  const core::Nanos t_select = core::NowNanos();
   select::LayerSelection sel;
   if (needed_.IsWindowLayer(layer)) {
     selector_.SelectWindow(layer, &sel);
@@ -349,6 +349,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   // Attend over what is here (the selected blocks that are present - or, with attend_present,
   // every present block - plus the generated tail) while the missing blocks are in flight.
   const core::Nanos t_local = core::NowNanos();
+  select_ms_total_ += core::ToMillis(t_local - t_select);
   const int g = config_.n_group(), d = config_.head_dim;
   const kernels::AttentionParams p = config_.LayerAttention(layer, kv_->geometry().dtype);
   std::vector<std::vector<std::int32_t>> absent(config_.n_kv_heads);
@@ -379,6 +380,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   heads_.Run(pool_, p, q, pos, head_refs_, out, head_lse_.data());
   const double local_ms = core::ToMillis(core::NowNanos() - t_local);
   local_ms_[layer] = local_ms_[layer] == 0 ? local_ms : 0.8 * local_ms_[layer] + 0.2 * local_ms;
+  local_ms_total_ += local_ms;
   ++steps_;
   selected_ += sel.total();
   missing_ += std::ssize(missing);
@@ -392,6 +394,8 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     const core::Nanos t0 = core::NowNanos();
     core::Nanos bound = std::min(WaitBound(layer), step_timeout_);
     if (first_step) bound = std::max(bound, std::min(first_step_until_ - t0, step_timeout_ - 1));
+    wait_bound_ms_total_ += core::ToMillis(bound);
+    ++waited_layer_steps_;
     const Status waited = residency_->WaitUntil(
         [&] {
           if (link_down_.load()) return true;
@@ -411,6 +415,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
       return AttendDense(layer, q, pos, out);
     }
     // Merge what landed in time; the rest is left out of this step and used once it is here.
+    const core::Nanos t_merge = core::NowNanos();
     for (int h = 0; h < config_.n_kv_heads; ++h) {
       std::vector<std::int32_t>& arrived = absent[h];
       std::erase_if(arrived, [&](std::int32_t b) { return !residency_->present(layer, h, b); });
@@ -424,9 +429,12 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
                               lse2_[j]);
       }
     }
+    merge_ms_total_ += core::ToMillis(core::NowNanos() - t_merge);
   }
   (void)merged_any;
+  const core::Nanos t_stats = core::NowNanos();
   RecordPresence(layer, sel);
+  merge_ms_total_ += core::ToMillis(core::NowNanos() - t_stats);
   return Status::Ok();
 }
 

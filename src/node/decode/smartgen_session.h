@@ -14,8 +14,8 @@
 //     while the pull is in flight; when it lands, attend over the
 //     fetched blocks and merge by log-sum-exp. Layer l+1's predicted blocks (layer l's choice)
 //     are requested right after layer l's own, while layer l runs; once the prediction has
-//     been checked on kPredictionWarmup blocks, it goes on only while at least half of the
-//     predicted blocks turn out to be selected (a wrong guess costs link time the real
+//     been checked on select::kPredictionWarmupBlocks blocks, it goes on only while at least half
+//     of the predicted blocks turn out to be selected (a wrong guess costs link time the real
 //     fetches need).
 //   - the first step also takes the blocks the prefill node's own run of it selected (exact
 //     attention mass; AddFirstStep), ranked first, and waits for them up to first_wait_ms;
@@ -136,9 +136,6 @@ class SmartgenSession final : public model::AttentionOverride {
   // Counts how many of `layer`'s predicted requests the real selection used.
   void ScorePrediction(int layer, const select::LayerSelection& sel);
 
-  static constexpr std::int64_t kPredictionWarmup = 64;
-  static constexpr double kPredictionMinHitRate = 0.5;
-
   const model::ModelConfig& config_;
   kv::SequenceKv* kv_;
   kv::Residency* residency_;
@@ -176,6 +173,12 @@ class SmartgenSession final : public model::AttentionOverride {
   std::int64_t first_step_blocks_ = 0;  // announced by the prefill node (under mu_)
   std::vector<double> layer_stall_ms_;     // [n_layers]
   std::vector<double> local_ms_;           // [n_layers] EWMA of the local attention time
+  // Time of the selective layer-steps by phase, summed: selection (scores, bookkeeping, the
+  // fetch requests), local attention over what is here, the merge of what landed in time and
+  // the per-step statistics (the link waits are layer_stall_ms_).
+  double select_ms_total_ = 0, local_ms_total_ = 0, merge_ms_total_ = 0;
+  double wait_bound_ms_total_ = 0;  // the bounds of the layer-steps that waited
+  std::int64_t waited_layer_steps_ = 0;
   core::Nanos step_start_ = 0;
   double step_ms_ = 0;                     // EWMA of a decode step's duration
   double step_compute_ms_ = 0;             // EWMA of a step's duration less its link waits

@@ -98,6 +98,14 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
   j["selection_fresh"] = fresh_scored_ > 0 ? static_cast<double>(fresh_total_) / static_cast<double>(fresh_scored_) : 0.0;
   j["fetch_capped_blocks"] = fetch_capped_;
   j["selective_layer_steps"] = steps_;
+  // Where a selective layer-step's time goes (ms, summed over them; the waits are
+  // layer_stall_ms): the simulator's calibration of a selective step reads these.
+  j["selective_ms"] = {{"select", select_ms_total_},
+                       {"local_attention", local_ms_total_},
+                       {"merge_and_stats", merge_ms_total_},
+                       {"wait_bound", wait_bound_ms_total_},
+                       {"waited_layer_steps", waited_layer_steps_},
+                       {"step_compute_ms", step_compute_ms_}};
   j["blocks_requested"] = blocks_fetched_;
   j["predicted_blocks"] = predicted_;
   j["prediction_hit_rate"] =
