@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
@@ -14,17 +13,9 @@
 namespace smartgen::model {
 namespace {
 
-// Query tokens per prefill attention work item: small enough to balance the causal triangle
-// across threads, large enough to amortise the block list walk.
-constexpr std::int64_t kAttentionTile = 32;
 // Tokens per parallel range of the per-token passes (norms, RoPE, KV store): one token is well
 // under a microsecond of work, so fewer tokens are not worth a pool round trip.
 constexpr std::int64_t kTokenGrain = 8;
-// Dense attention over fewer (query token x key position x KV head) rows than this runs on the
-// calling thread: a short decode step is cheaper than a pool round trip.
-constexpr std::int64_t kInlineAttentionRows = 2048;
-// Query heads per KV head this file's decode path has room for (the lse it discards).
-constexpr int kMaxGroup = 64;
 
 // out[t] = RmsNorm(x[t]) for the n rows of the batch.
 void NormRows(const ModelConfig& c, core::ThreadPool* pool, const float* x, const float* weight,
@@ -67,8 +58,9 @@ void StoreKvRow(const ModelConfig& c, kv::SequenceKv& seq, int layer, std::int64
 Forward::Forward(const Model& model, core::ThreadPool* pool, ForwardOptions options)
     : model_(model),
       pool_(pool),
-      max_context_(options.max_context > 0 ? options.max_context
-                                           : model.config().n_ctx_train) {}
+      max_context_(options.max_context > 0 ? options.max_context : model.config().n_ctx_train),
+      micro_batch_(options.micro_batch_tokens > 0 ? options.micro_batch_tokens
+                                                  : kMicroBatchTokens) {}
 
 kv::KvGeometry Forward::KvGeometryFor(kv::KvDType dtype, int block_tokens) const {
   const ModelConfig& c = model_.config();
@@ -106,11 +98,14 @@ Status Forward::Validate(std::span<ForwardChunk> chunks) const {
   return Status::Ok();
 }
 
-void Forward::EnsureScratch(std::int64_t n) {
-  if (n <= scratch_tokens_) return;
+void Forward::EnsureScratch(std::int64_t residual_rows, std::int64_t scratch_rows) {
   const ModelConfig& c = model_.config();
-  const auto sz = [n](int dim) { return static_cast<std::size_t>(n) * dim; };
-  x_.Resize(sz(c.n_embd));
+  if (residual_rows > residual_tokens_) {
+    x_.Resize(static_cast<std::size_t>(residual_rows) * c.n_embd);
+    residual_tokens_ = residual_rows;
+  }
+  if (scratch_rows <= scratch_tokens_) return;
+  const auto sz = [scratch_rows](int dim) { return static_cast<std::size_t>(scratch_rows) * dim; };
   h_.Resize(sz(c.n_embd));
   q_.Resize(sz(c.q_dim()));
   k_.Resize(sz(c.kv_dim()));
@@ -118,8 +113,7 @@ void Forward::EnsureScratch(std::int64_t n) {
   att_.Resize(sz(c.q_dim()));
   o_.Resize(sz(c.n_embd));
   gate_.Resize(sz(c.n_ff));
-  up_.Resize(sz(c.n_ff));
-  scratch_tokens_ = n;
+  scratch_tokens_ = scratch_rows;
 }
 
 Status Forward::RunOne(kv::SequenceKv* kv, std::span<const std::int32_t> tokens,
@@ -129,11 +123,12 @@ Status Forward::RunOne(kv::SequenceKv* kv, std::span<const std::int32_t> tokens,
   chunk.tokens = tokens;
   chunk.logits = logits;
   ForwardChunk chunks[1] = {chunk};
-  if (static_cast<std::int64_t>(tokens.size()) <= kMicroBatchTokens) return Run(chunks);
+  if (static_cast<std::int64_t>(tokens.size()) <= micro_batch_) return Run(chunks);
   SG_RETURN_IF_ERROR(Validate(chunks));
   SG_RETURN_IF_ERROR(kv->Reserve(kv->n_tokens() + static_cast<std::int64_t>(tokens.size())));
-  for (std::size_t at = 0; at < tokens.size(); at += kMicroBatchTokens) {
-    const std::size_t len = std::min<std::size_t>(kMicroBatchTokens, tokens.size() - at);
+  const auto step = static_cast<std::size_t>(micro_batch_);
+  for (std::size_t at = 0; at < tokens.size(); at += step) {
+    const std::size_t len = std::min(step, tokens.size() - at);
     chunks[0].tokens = tokens.subspan(at, len);
     chunks[0].logits = at + len == tokens.size() ? logits : nullptr;
     SG_RETURN_IF_ERROR(Run(chunks));
@@ -141,8 +136,28 @@ Status Forward::RunOne(kv::SequenceKv* kv, std::span<const std::int32_t> tokens,
   return Status::Ok();
 }
 
+void Forward::PlanQueryTails(std::span<ForwardChunk> chunks, Rows last) {
+  tails_.assign(chunks.size(), {});
+  std::int64_t buffered = 0;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    if (!chunks[i].on_layer_q) continue;
+    const auto n = static_cast<std::int64_t>(chunks[i].tokens.size());
+    const std::int64_t rows = chunks[i].query_rows > 0 ? std::min(chunks[i].query_rows, n) : n;
+    QueryTail& t = tails_[i];
+    t.first = chunk_first_row_[i] + n - rows;
+    t.n = rows;
+    if (t.first < last.begin) {
+      t.offset = buffered;
+      buffered += rows;
+    }
+  }
+  const std::size_t need = static_cast<std::size_t>(buffered) * model_.config().q_dim();
+  if (q_tail_.size() < need) q_tail_.resize(need);
+}
+
 Status Forward::Run(std::span<ForwardChunk> chunks) {
   SG_RETURN_IF_ERROR(Validate(chunks));
+  if (chunks.empty()) return Status::Ok();
   const ModelConfig& c = model_.config();
 
   // Reserve KV for every chunk first, so a full pool fails the batch before anything changes.
@@ -163,7 +178,17 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
     }
     n += static_cast<std::int64_t>(ch.tokens.size());
   }
-  EnsureScratch(n);
+  // Micro-batches counted from the end, so the last is full and holds the last queries of a
+  // long prompt (what on_layer_q reads), and only the first may be short.
+  micro_batches_.clear();
+  for (std::int64_t end = n; end > 0; end -= micro_batch_) {
+    const std::int64_t begin = std::max<std::int64_t>(0, end - micro_batch_);
+    micro_batches_.push_back({begin, end - begin});
+  }
+  std::reverse(micro_batches_.begin(), micro_batches_.end());
+  const Rows last = micro_batches_.back();
+  EnsureScratch(n, std::min(n, micro_batch_));
+  PlanQueryTails(chunks, last);
 
   // Embeddings.
   const kernels::WeightView& embd = model_.token_embd();
@@ -186,87 +211,130 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
   }
 
   override_status_ = Status::Ok();
-  // Per layer, with n tokens: norm, q/k/v (one pass), bias + q/k-norm + RoPE + KV store (one
-  // pass), attention, o projection + residual (one pass), norm, gate/up + SwiGLU (one pass),
-  // down projection + residual (one pass). The norms of a single token run inline, so a decode
-  // step costs about four pool round trips per layer.
+  // Per layer: for each micro-batch, norm, k/v (and q) projections (one pass), bias + q/k-norm
+  // + RoPE + KV store (one pass); the hooks; then for each micro-batch, the last one first,
+  // (norm, q projection, bias + q-norm + RoPE for the others,) attention, o projection +
+  // residual (one pass), norm, gate/up + SwiGLU (one pass), down projection + residual (one
+  // pass). The norms of a single token run inline, so a decode step (one micro-batch) costs
+  // about four pool round trips per layer.
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& w = model_.layer(l);
-    NormRows(c, pool_, x_.data(), w.attn_norm.data(), n, h_.data());
-    const kernels::MatJob qkv[] = {{&w.wq, h_.data(), q_.data()},
-                                   {&w.wk, h_.data(), k_.data()},
-                                   {&w.wv, h_.data(), v_.data()}};
-    kernels::MatMulMany(qkv, n, pool_);
-    StoreKv(chunks, l);  // also adds the q/k/v bias and applies q/k-norm and RoPE
+    for (const Rows& mb : micro_batches_) {
+      const bool is_last = mb.begin == last.begin;
+      // Queries now: the last micro-batch's (it attends first), and any that hooks read.
+      bool queries = is_last;
+      for (const QueryTail& t : tails_) {
+        queries =
+            queries || (t.offset >= 0 && t.first < mb.begin + mb.n && t.first + t.n > mb.begin);
+      }
+      NormRows(c, pool_, x_.data() + mb.begin * c.n_embd, w.attn_norm.data(), mb.n, h_.data());
+      const kernels::MatJob qkv[] = {{&w.wk, h_.data(), k_.data()},
+                                     {&w.wv, h_.data(), v_.data()},
+                                     {&w.wq, h_.data(), q_.data()}};
+      kernels::MatMulMany(std::span(qkv).first(queries ? 3 : 2), mb.n, pool_);
+      PrepareRows(chunks, l, mb, queries, /*kv=*/true);
+      for (const QueryTail& t : tails_) {
+        if (t.offset < 0 || !queries) continue;
+        const std::int64_t b = std::max(t.first, mb.begin);
+        const std::int64_t e = std::min(t.first + t.n, mb.begin + mb.n);
+        if (b >= e) continue;
+        std::memcpy(q_tail_.data() + (t.offset + b - t.first) * c.q_dim(),
+                    q_.data() + (b - mb.begin) * c.q_dim(), sizeof(float) * (e - b) * c.q_dim());
+      }
+    }
     for (std::size_t i = 0; i < chunks.size(); ++i) {
       if (chunks[i].on_layer_q) {
-        chunks[i].on_layer_q(l, q_.data() + chunk_first_row_[i] * c.q_dim(),
-                             static_cast<std::int64_t>(chunks[i].tokens.size()));
+        const QueryTail& t = tails_[i];
+        const float* q = t.offset >= 0 ? q_tail_.data() + t.offset * c.q_dim()
+                                       : q_.data() + (t.first - last.begin) * c.q_dim();
+        chunks[i].on_layer_q(l, q, t.n);
       }
       if (chunks[i].on_layer_kv) {
         chunks[i].on_layer_kv(l, chunk_first_pos_[i], static_cast<std::int64_t>(chunks[i].tokens.size()));
       }
     }
-    Attention(chunks, l);
+    // The last micro-batch first: its queries are in q_.
+    FinishLayer(chunks, l, last);
+    for (std::size_t j = 0; j + 1 < micro_batches_.size() && override_status_.ok(); ++j) {
+      const Rows& mb = micro_batches_[j];
+      NormRows(c, pool_, x_.data() + mb.begin * c.n_embd, w.attn_norm.data(), mb.n, h_.data());
+      kernels::MatMul(w.wq, h_.data(), mb.n, q_.data(), pool_);
+      PrepareRows(chunks, l, mb, /*queries=*/true, /*kv=*/false);
+      FinishLayer(chunks, l, mb);
+    }
     if (!override_status_.ok()) {
       // Leave the sequences as they were: the failed batch's positions are not valid.
       for (std::size_t i = 0; i < chunks.size(); ++i) chunks[i].kv->set_n_tokens(chunk_first_pos_[i]);
       return override_status_;
     }
-    ProjectIntoResidual(w.wo, att_.data(), w.post_attn_norm, n);
-    NormRows(c, pool_, x_.data(), w.ffn_norm.data(), n, h_.data());
-    if (c.ffn_act == FfnActivation::kGelu) {
-      kernels::MatMulGeGlu(w.w_gate, w.w_up, h_.data(), n, gate_.data(), pool_);
-    } else {
-      kernels::MatMulSwiGlu(w.w_gate, w.w_up, h_.data(), n, gate_.data(), pool_);
-    }
-    ProjectIntoResidual(w.w_down, gate_.data(), w.post_ffn_norm, n);
   }
   ComputeLogits(chunks);
   return Status::Ok();
 }
 
-void Forward::ProjectIntoResidual(const kernels::WeightView& w, const float* in,
-                                  const std::vector<float>& post_norm, std::int64_t n) {
+void Forward::FinishLayer(std::span<ForwardChunk> chunks, int layer, Rows rows) {
   const ModelConfig& c = model_.config();
+  const LayerWeights& w = model_.layer(layer);
+  Attention(chunks, layer, rows);
+  if (!override_status_.ok()) return;
+  ProjectIntoResidual(w.wo, att_.data(), w.post_attn_norm, rows);
+  NormRows(c, pool_, x_.data() + rows.begin * c.n_embd, w.ffn_norm.data(), rows.n, h_.data());
+  if (c.ffn_act == FfnActivation::kGelu) {
+    kernels::MatMulGeGlu(w.w_gate, w.w_up, h_.data(), rows.n, gate_.data(), pool_);
+  } else {
+    kernels::MatMulSwiGlu(w.w_gate, w.w_up, h_.data(), rows.n, gate_.data(), pool_);
+  }
+  ProjectIntoResidual(w.w_down, gate_.data(), w.post_ffn_norm, rows);
+}
+
+void Forward::ProjectIntoResidual(const kernels::WeightView& w, const float* in,
+                                  const std::vector<float>& post_norm, Rows rows) {
+  const ModelConfig& c = model_.config();
+  float* x = x_.data() + rows.begin * c.n_embd;
   if (post_norm.empty()) {
-    const kernels::MatJob job[] = {{&w, in, x_.data(), /*accumulate=*/true}};
-    kernels::MatMulMany(job, n, pool_);
+    const kernels::MatJob job[] = {{&w, in, x, /*accumulate=*/true}};
+    kernels::MatMulMany(job, rows.n, pool_);
     return;
   }
   // Gemma: x += RmsNorm(W in) * post_norm.
   const kernels::MatJob job[] = {{&w, in, o_.data()}};
-  kernels::MatMulMany(job, n, pool_);
-  NormRows(c, pool_, o_.data(), post_norm.data(), n, o_.data());
-  kernels::AddInPlace(x_.data(), o_.data(), n * c.n_embd);
+  kernels::MatMulMany(job, rows.n, pool_);
+  NormRows(c, pool_, o_.data(), post_norm.data(), rows.n, o_.data());
+  kernels::AddInPlace(x, o_.data(), rows.n * c.n_embd);
 }
 
-void Forward::StoreKv(std::span<ForwardChunk> chunks, int layer) {
+void Forward::PrepareRows(std::span<ForwardChunk> chunks, int layer, Rows rows, bool queries,
+                          bool kv) {
   const ModelConfig& c = model_.config();
   const LayerWeights& w = model_.layer(layer);
   const kernels::RopeConfig& rope = c.LayerRope(layer);
-  const auto n = static_cast<std::int64_t>(row_pos_.size());
   pool_->ParallelFor(
-      n,
+      rows.n,
       [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t t = b; t < e; ++t) {
-          float* q = q_.data() + t * c.q_dim();
-          float* k = k_.data() + t * c.kv_dim();
-          float* v = v_.data() + t * c.kv_dim();
-          if (!w.bq.empty()) kernels::AddInPlace(q, w.bq.data(), c.q_dim());
+        for (std::int64_t r = b; r < e; ++r) {
+          const std::int64_t t = rows.begin + r;  // batch row
+          if (queries) {
+            float* q = q_.data() + r * c.q_dim();
+            if (!w.bq.empty()) kernels::AddInPlace(q, w.bq.data(), c.q_dim());
+            if (c.has_qk_norm) {
+              for (int hd = 0; hd < c.n_heads; ++hd) {
+                kernels::RmsNorm(q + hd * c.head_dim, w.q_norm.data(), c.head_dim, c.rms_eps,
+                                 q + hd * c.head_dim);
+              }
+            }
+            kernels::Rope(rope, q, c.n_heads, row_pos_[t]);
+          }
+          if (!kv) continue;
+          float* k = k_.data() + r * c.kv_dim();
+          float* v = v_.data() + r * c.kv_dim();
           if (!w.bk.empty()) kernels::AddInPlace(k, w.bk.data(), c.kv_dim());
           if (!w.bv.empty()) kernels::AddInPlace(v, w.bv.data(), c.kv_dim());
           if (c.has_qk_norm) {
-            for (int hd = 0; hd < c.n_heads; ++hd) {
-              kernels::RmsNorm(q + hd * c.head_dim, w.q_norm.data(), c.head_dim, c.rms_eps,
-                               q + hd * c.head_dim);
-            }
             for (int hd = 0; hd < c.n_kv_heads; ++hd) {
               kernels::RmsNorm(k + hd * c.head_dim, w.k_norm.data(), c.head_dim, c.rms_eps,
                                k + hd * c.head_dim);
             }
           }
-          kernels::Rope(rope, q, c.n_heads, row_pos_[t]);
           kernels::Rope(rope, k, c.n_kv_heads, row_pos_[t]);
           // The chunk holding batch row t: the last one starting at or before it.
           const auto chunk = std::upper_bound(chunk_first_row_.begin(), chunk_first_row_.end(), t) -
@@ -277,95 +345,9 @@ void Forward::StoreKv(std::span<ForwardChunk> chunks, int layer) {
       kTokenGrain);
 }
 
-void Forward::Attention(std::span<ForwardChunk> chunks, int layer) {
-  const ModelConfig& c = model_.config();
-  const int g = c.n_group();
-
-  // Overridden (decode-node) chunks run one at a time outside the pool: they may wait on the
-  // network and may use the pool themselves.
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    if (chunks[i].attention == nullptr) continue;
-    const std::int64_t row = chunk_first_row_[i];
-    Status s = chunks[i].attention->Attend(layer, q_.data() + row * c.q_dim(),
-                                           chunk_first_pos_[i], att_.data() + row * c.q_dim());
-    if (!s.ok()) {
-      override_status_ = s;
-      return;
-    }
-  }
-
-  // Dense attention for the rest: work items of (chunk, kv head, query tile). The lists are
-  // reused across calls on this thread (a decode step makes one per layer).
-  struct Item {
-    std::int32_t chunk, head;
-    std::int64_t t_begin, t_end;
-  };
-  // (References, so the pool's threads read this thread's lists, not their own.)
-  thread_local std::vector<Item> items_storage;
-  thread_local std::vector<std::vector<kernels::KvBlockRef>> refs_storage;
-  std::vector<Item>& items = items_storage;
-  std::vector<std::vector<kernels::KvBlockRef>>& refs = refs_storage;
-  items.clear();
-  if (refs.size() < chunks.size() * c.n_kv_heads) refs.resize(chunks.size() * c.n_kv_heads);
-  std::int64_t work_rows = 0;  // query tokens x key positions x KV heads
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    if (chunks[i].attention != nullptr) continue;
-    const std::int64_t n = static_cast<std::int64_t>(chunks[i].tokens.size());
-    const std::int64_t window_start = c.LayerKvStart(layer, chunk_first_pos_[i]);
-    for (int hd = 0; hd < c.n_kv_heads; ++hd) {
-      std::vector<kernels::KvBlockRef>& list = refs[i * c.n_kv_heads + hd];
-      list.clear();  // AllRefs appends
-      chunks[i].kv->AllRefs(layer, hd, &list);
-      if (window_start > 0) {
-        // A sliding layer: blocks wholly before the chunk's first window hold no visible key
-        // (the kernels mask the rest); positions increase along the list.
-        std::size_t keep = 0;
-        while (keep < list.size() && list[keep].first_pos + list[keep].n_tokens <= window_start) {
-          ++keep;
-        }
-        list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(keep));
-      }
-      for (std::int64_t t = 0; t < n; t += kAttentionTile) {
-        const std::int64_t t_end = std::min(n, t + kAttentionTile);
-        items.push_back({static_cast<std::int32_t>(i), hd, t, t_end});
-        work_rows += (t_end - t) * (chunk_first_pos_[i] + t_end);
-      }
-    }
-  }
-  // Longest tiles (latest positions) first, claimed dynamically.
-  std::stable_sort(items.begin(), items.end(),
-                   [](const Item& a, const Item& b) { return a.t_end > b.t_end; });
-  const float* const q_base = q_.data();
-  float* const out_base = att_.data();
-  auto attend = [&](std::int64_t idx) {
-    const Item& it = items[static_cast<std::size_t>(idx)];
-    const std::int64_t row = chunk_first_row_[it.chunk] + it.t_begin;
-    const kernels::AttentionParams params =
-        c.LayerAttention(layer, chunks[it.chunk].kv->geometry().dtype);
-    const float* q = q_base + row * c.q_dim() + it.head * g * c.head_dim;
-    float* out = out_base + row * c.q_dim() + it.head * g * c.head_dim;
-    const auto& blocks = refs[it.chunk * c.n_kv_heads + it.head];
-    const std::int64_t pos = chunk_first_pos_[it.chunk] + it.t_begin;
-    if (it.t_end - it.t_begin == 1 && g <= kMaxGroup) {
-      // One query token (a decode step): the decode kernel, which needs no query tile.
-      float lse[kMaxGroup];
-      kernels::AttendBlocks(params, q, pos, blocks, out, lse);
-    } else {
-      kernels::AttendCausal(params, q, c.q_dim(), it.t_end - it.t_begin, pos, blocks, out,
-                            c.q_dim(), nullptr);
-    }
-  };
-  const auto n_items = static_cast<std::int64_t>(items.size());
-  if (work_rows < kInlineAttentionRows) {
-    for (std::int64_t i = 0; i < n_items; ++i) attend(i);
-  } else {
-    pool_->ForEachChunk(n_items, attend);
-  }
-}
-
 void Forward::ComputeLogits(std::span<ForwardChunk> chunks) {
   const ModelConfig& c = model_.config();
-  // Gather the rows that need logits, normalise them, then one matmul.
+  // Gather the rows that need logits, normalise them, then one matmul per scratch's worth.
   std::vector<std::int64_t> rows;
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     if (chunks[i].logits == nullptr) continue;
@@ -376,11 +358,17 @@ void Forward::ComputeLogits(std::span<ForwardChunk> chunks) {
   }
   if (rows.empty()) return;
   const std::int64_t r = static_cast<std::int64_t>(rows.size());
-  EnsureScratch(r);
-  for (std::int64_t j = 0; j < r; ++j) {
-    kernels::RmsNorm(x_.data() + rows[j] * c.n_embd, model_.output_norm().data(), c.n_embd,
-                     c.rms_eps, h_.data() + j * c.n_embd);
-  }
+  // out[r][n_vocab] = output(RmsNorm(x[rows])), as many rows at a time as the scratch holds.
+  auto product = [&](float* out) {
+    for (std::int64_t j0 = 0; j0 < r; j0 += scratch_tokens_) {
+      const std::int64_t m = std::min(scratch_tokens_, r - j0);
+      for (std::int64_t j = 0; j < m; ++j) {
+        kernels::RmsNorm(x_.data() + rows[j0 + j] * c.n_embd, model_.output_norm().data(), c.n_embd,
+                         c.rms_eps, h_.data() + j * c.n_embd);
+      }
+      kernels::MatMul(model_.output(), h_.data(), m, out + j0 * c.n_vocab, pool_);
+    }
+  };
   // One chunk wanting logits (a decode step, a prompt): the product goes straight into its
   // vector; otherwise into one buffer that is then handed out.
   ForwardChunk* only = nullptr;
@@ -398,12 +386,12 @@ void Forward::ComputeLogits(std::span<ForwardChunk> chunks) {
   };
   if (with_logits == 1) {
     only->logits->resize(static_cast<std::size_t>(r) * c.n_vocab);
-    kernels::MatMul(model_.output(), h_.data(), r, only->logits->data(), pool_);
+    product(only->logits->data());
     softcap(only->logits->data());
     return;
   }
   std::vector<float> all(static_cast<std::size_t>(r) * c.n_vocab);
-  kernels::MatMul(model_.output(), h_.data(), r, all.data(), pool_);
+  product(all.data());
   softcap(all.data());
   std::size_t offset = 0;
   for (ForwardChunk& ch : chunks) {

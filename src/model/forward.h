@@ -8,9 +8,21 @@
 // Hooks, per chunk:
 //   on_layer_kv - called during the pass as soon as a layer's new K/V rows are in the cache
 //                 (the prefill node pushes that layer's blocks from here, layer-wise);
-//   on_layer_q  - called with the layer's post-RoPE queries of the chunk (SnapKV-style scores);
+//   on_layer_q  - called with the layer's post-RoPE queries of the chunk's last query_rows
+//                 tokens (SnapKV-style scores);
 //   attention   - replaces dense attention for a single-token chunk (the decode node attends
 //                 over the blocks it holds and fetches the rest: SmartGen's on-demand path).
+//
+// Micro-batches: the pass is layer-major (every token of the batch finishes layer l before
+// layer l+1 starts), but a batch of more than micro_batch_tokens rows runs each layer in
+// micro-batches of that many rows, as llama.cpp's n_ubatch: only the residual stream
+// ([n_tokens][n_embd] floats) is kept for the whole batch; the norms, projections, attention
+// and FFN scratch are sized by the micro-batch, and so is the peak RSS of a long prefill. Per
+// layer, first every micro-batch's K/V rows are computed and stored (with the last
+// micro-batch's queries), then the hooks run (on_layer_q, then on_layer_kv, per chunk in
+// order: the same timing as one chunk, before the layer's attention), then each micro-batch
+// attends over the stored K/V (causal: exact) and runs its output projection and FFN. The
+// results are those of one chunk: every row is computed the same way whatever the batch.
 //
 // Thread-safety: a Forward owns scratch buffers; use one per thread. The Model is shared.
 #pragma once
@@ -30,9 +42,12 @@ namespace smartgen::model {
 
 // Called after layer `layer`'s K/V for positions [first_pos, first_pos + n_tokens) are stored.
 using LayerKvHook = std::function<void(int layer, std::int64_t first_pos, std::int64_t n_tokens)>;
-// Called with layer `layer`'s post-RoPE queries of the chunk: q [n_tokens][n_heads * head_dim]
-// (valid only during the call). The proactive path scores blocks with the last prompt queries.
-using LayerQueryHook = std::function<void(int layer, const float* q, std::int64_t n_tokens)>;
+// Called once per layer, after layer `layer`'s K/V of the whole chunk are stored and before
+// on_layer_kv, with the post-RoPE queries of the chunk's last n_rows tokens (n_rows =
+// min(query_rows, chunk tokens), or every token when query_rows is 0): q [n_rows][n_heads *
+// head_dim], valid only during the call. The proactive path scores blocks with the last prompt
+// queries (SmartgenOptions::query_window of them).
+using LayerQueryHook = std::function<void(int layer, const float* q, std::int64_t n_rows)>;
 
 class AttentionOverride {
  public:
@@ -52,11 +67,21 @@ struct ForwardChunk {
   std::vector<float>* logits = nullptr;  // out: [rows][n_vocab]; nullptr = no logits
   LayerKvHook on_layer_kv;
   LayerQueryHook on_layer_q;
+  // Queries on_layer_q receives: the chunk's last query_rows (0 = all). Set it to what the hook
+  // reads: queries outside the last micro-batch cost a buffer and a second Q projection of
+  // their micro-batches.
+  std::int64_t query_rows = 0;
   AttentionOverride* attention = nullptr;  // single-token chunks only
 };
 
+// Rows of a micro-batch (see above), the default of ForwardOptions::micro_batch_tokens.
+inline constexpr std::int64_t kMicroBatchTokens = 512;
+
 struct ForwardOptions {
   std::int64_t max_context = 0;  // positions allowed per sequence; 0 = the model's n_ctx_train
+  // Rows per micro-batch; 0 = kMicroBatchTokens. A value past any batch runs every batch as one
+  // chunk (the scratch then grows with the batch; for tests and measurements).
+  std::int64_t micro_batch_tokens = 0;
 };
 
 class Forward {
@@ -73,39 +98,61 @@ class Forward {
   // by its token count and its logits are filled.
   Status Run(std::span<ForwardChunk> chunks);
   // Run of one chunk without hooks: feeds `tokens` to `kv` (a prefill, or one decode step);
-  // `logits` (last token) may be null. A prompt of more than kMicroBatchTokens runs as
-  // consecutive micro-batches of that many tokens (as llama.cpp's n_ubatch), so the activation
-  // scratch, and with it the peak RSS of a long prefill, is sized by the micro-batch: the same
-  // logits as one chunk (every product is computed the same way whatever the batch), validated
-  // and KV reserved for the whole prompt first, so an error changes nothing.
-  static constexpr std::int64_t kMicroBatchTokens = 512;
+  // `logits` (last token) may be null. A prompt of more than micro_batch_tokens() runs as
+  // consecutive Runs of that many tokens (chunk-major: no hook needs a layer of the whole
+  // prompt), so even the residual stream is sized by the micro-batch: the same logits as one
+  // chunk, validated and KV reserved for the whole prompt first, so an error changes nothing.
   Status RunOne(kv::SequenceKv* kv, std::span<const std::int32_t> tokens, std::vector<float>* logits);
-  // Tokens the activation scratch holds now (its high-water mark).
+  std::int64_t micro_batch_tokens() const { return micro_batch_; }
+  // Rows the activation scratch (all but the residual stream) holds now: its high-water mark.
   std::int64_t scratch_tokens() const { return scratch_tokens_; }
+  // Rows the residual stream holds now: its high-water mark.
+  std::int64_t residual_tokens() const { return residual_tokens_; }
 
  private:
+  // Rows [begin, begin + n) of the batch: a micro-batch, whose activations are scratch rows
+  // [0, n) (the residual x_ is indexed by batch row).
+  struct Rows {
+    std::int64_t begin = 0, n = 0;
+  };
+
   Status Validate(std::span<ForwardChunk> chunks) const;
-  void EnsureScratch(std::int64_t n_tokens);
-  // x += W in (gemma: x += RmsNorm(W in) * post_norm) for the n batch rows.
+  void EnsureScratch(std::int64_t residual_rows, std::int64_t scratch_rows);
+  void PlanQueryTails(std::span<ForwardChunk> chunks, Rows last);
+  // Stores K/V of the micro-batch (bias, k-norm, RoPE) and/or prepares its queries (bias,
+  // q-norm, RoPE) in place.
+  void PrepareRows(std::span<ForwardChunk> chunks, int layer, Rows rows, bool queries, bool kv);
+  // x += W in (gemma: x += RmsNorm(W in) * post_norm) for the micro-batch.
   void ProjectIntoResidual(const kernels::WeightView& w, const float* in,
-                           const std::vector<float>& post_norm, std::int64_t n);
-  void StoreKv(std::span<ForwardChunk> chunks, int layer);
-  void Attention(std::span<ForwardChunk> chunks, int layer);
+                           const std::vector<float>& post_norm, Rows rows);
+  void Attention(std::span<ForwardChunk> chunks, int layer, Rows rows);
+  // Attention, output projection and FFN of the micro-batch, whose queries are in q_.
+  void FinishLayer(std::span<ForwardChunk> chunks, int layer, Rows rows);
   void ComputeLogits(std::span<ForwardChunk> chunks);
 
   const Model& model_;
   core::ThreadPool* pool_;
   std::int64_t max_context_;
+  std::int64_t micro_batch_;
 
   // Per-batch bookkeeping.
   std::vector<std::int64_t> chunk_first_row_;  // first batch row of each chunk
   std::vector<std::int64_t> chunk_first_pos_;  // first position of each chunk
   std::vector<std::int64_t> row_pos_;          // position of each batch row
+  std::vector<Rows> micro_batches_;            // in row order; only the first may be short
+  // Per chunk, the rows on_layer_q receives: batch rows [first, first + n); buffered in q_tail_
+  // at row `offset` when they are not all in the last micro-batch (-1: read from q_ directly).
+  struct QueryTail {
+    std::int64_t first = 0, n = 0, offset = -1;
+  };
+  std::vector<QueryTail> tails_;
+  std::vector<float> q_tail_;
   Status override_status_;
 
-  // Scratch, [n_tokens][dim] row-major, grown on demand.
-  std::int64_t scratch_tokens_ = 0;
-  core::AlignedBuffer<float> x_, h_, q_, k_, v_, att_, o_, gate_, up_;
+  // Scratch, [rows][dim] row-major, grown on demand: x_ (the residual) by batch rows, the rest
+  // by micro-batch rows.
+  std::int64_t residual_tokens_ = 0, scratch_tokens_ = 0;
+  core::AlignedBuffer<float> x_, h_, q_, k_, v_, att_, o_, gate_;
 };
 
 }  // namespace smartgen::model

@@ -162,6 +162,7 @@ Status SelectionEvaluator::Prefill(std::span<const std::int32_t> tokens, kv::Seq
     for (auto& h : present.heads) std::sort(h.begin(), h.end());
     pushed += std::ssize(plan.push);
   };
+  chunk.query_rows = options_.snap_window;  // all the scores read
   chunk.on_layer_kv = [&](int layer, std::int64_t, std::int64_t) {
     pf->summaries[layer] = LayerSummaries::Build(*seq, layer, n);
   };

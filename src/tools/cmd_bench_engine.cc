@@ -40,6 +40,9 @@ struct BenchEngineOptions {
   std::vector<std::int64_t> batch_kv = {512, 4096};  // context length of each batched sequence
   int batch_steps = 16;                          // decode steps per batched measurement
   bool batch_only = false;                       // skip the single-sequence pp / tg figures
+  // Prefill as the prefill node runs it: one Forward::Run with on_layer_kv and on_layer_q hooks
+  // (the last kHookQueryRows queries kept per layer), instead of RunOne without hooks.
+  bool prefill_hooks = false;
   double gemm_gflops = 0;       // measured GEMM peak at these threads (0: no share reported)
   std::uint64_t seed = 1;
   bool json = false;
@@ -95,6 +98,35 @@ double PrefillFlops(const model::Model& m, std::int64_t n) {
   const double pairs = static_cast<double>(n) * static_cast<double>(n + 1) / 2;
   const double attention = 4.0 * c.head_dim * c.n_heads * c.n_layers * pairs;
   return per_token * static_cast<double>(n) + attention + 2.0 * c.n_embd * c.n_vocab;
+}
+
+// Queries the --prefill-hooks prefill keeps per layer (SmartgenOptions::query_window's default).
+constexpr std::int64_t kHookQueryRows = 32;
+
+// Prefill of `prompt` into `seq`: RunOne, or with --prefill-hooks one hooked Run whose hooks
+// cost what the prefill node's do at least (a copy of the last queries, a per-layer count).
+Status RunPrefill(const BenchEngineOptions& o, Engine& e, kv::SequenceKv* seq,
+                  std::span<const std::int32_t> prompt, std::vector<float>* logits) {
+  if (!o.prefill_hooks) return e.forward->RunOne(seq, prompt, logits);
+  const std::int64_t q_dim = e.model->config().q_dim();
+  std::vector<float> last_q;
+  int layers_done = 0;
+  model::ForwardChunk chunk;
+  chunk.kv = seq;
+  chunk.tokens = prompt;
+  chunk.logits = logits;
+  chunk.on_layer_q = [&](int, const float* q, std::int64_t n) {
+    const std::int64_t rows = std::min(kHookQueryRows, n);
+    last_q.assign(q + (n - rows) * q_dim, q + n * q_dim);
+  };
+  chunk.query_rows = kHookQueryRows;
+  chunk.on_layer_kv = [&](int, std::int64_t, std::int64_t) { ++layers_done; };
+  model::ForwardChunk chunks[1] = {chunk};
+  SG_RETURN_IF_ERROR(e.forward->Run(chunks));
+  if (layers_done != e.model->config().n_layers) {
+    return Internal("the layer hook ran {} times", layers_done);
+  }
+  return Status::Ok();
 }
 
 // Random ordinary token ids (not specials) for a synthetic prompt.
@@ -206,6 +238,9 @@ Status BenchEngine(const BenchEngineOptions& o) {
                  e.model->weight_bytes() / 1e6, decode_bytes / 1e6,
                  core::GetCpuFeatures().ToString().c_str(), o.engine.ToString().c_str(), o.reps,
                  o.stat.c_str(), load_before);
+    if (o.prefill_hooks) {
+      std::fprintf(stderr, "prefill: one hooked Forward::Run (--prefill-hooks)\n");
+    }
     if (mem_gbs > 0) {
       std::fprintf(stderr, "read bandwidth: %.1f GB/s (%s); decode floor %.1f tok/s\n", mem_gbs,
                    o.measure_bandwidth ? "measured now, 1 GiB streamed" : "--mem-gbs",
@@ -253,7 +288,7 @@ Status BenchEngine(const BenchEngineOptions& o) {
       kv::SequenceKv seq(e.blocks.get());
       std::vector<float> logits;
       core::Stopwatch watch;
-      SG_RETURN_IF_ERROR(e.forward->RunOne(&seq, prompt, &logits));
+      SG_RETURN_IF_ERROR(RunPrefill(o, e, &seq, prompt, &logits));
       rates.push_back(static_cast<double>(n) / watch.ElapsedSeconds());
     }
     const Rates prefill = Summarize(rates, o.stat);
@@ -280,6 +315,7 @@ Status BenchEngine(const BenchEngineOptions& o) {
       j["threads"] = o.engine.threads;
       j["kv_dtype"] = o.engine.kv_dtype;
       j["reps"] = o.reps;
+      j["prefill_hooks"] = o.prefill_hooks;
       j["stat"] = o.stat;
       j["loadavg_1m"] = {load_before, LoadAverage()};
       j["peak_rss_mb"] = core::PeakRssBytes() / 1e6;
@@ -332,6 +368,9 @@ void RegisterBenchEngine(CLI::App& bench) {
   cmd->add_option("--batch-steps", o->batch_steps, "decode steps per batched measurement")
       ->capture_default_str();
   cmd->add_flag("--batch-only", o->batch_only, "only the batched decode figures");
+  cmd->add_flag("--prefill-hooks", o->prefill_hooks,
+                "prefill as the prefill node runs it: one hooked Forward::Run (per-layer KV and "
+                "query hooks) instead of RunOne");
   cmd->add_option("--seed", o->seed, "prompt seed")->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON object per line");
   cmd->callback([o] {

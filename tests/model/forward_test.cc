@@ -83,17 +83,25 @@ TEST_P(ForwardTest, ChunkedPrefillEqualsOneShotAndTokenByToken) {
   EXPECT_LT(MaxDiff(whole, RunInPieces(tokens, 1)), 1e-5);
 }
 
-// A long prompt through RunOne runs in micro-batches: the scratch stays at the micro-batch and
-// the logits are those of the prompt as one chunk.
+// A long prompt runs in micro-batches, chunk-major through RunOne and layer-major through Run:
+// the scratch stays at the micro-batch and the logits are those of the prompt as one chunk.
 TEST_P(ForwardTest, LongPromptRunsInMicroBatchesWithTheSameLogits) {
   const auto tokens = Tokens(1100, 2);
   kv::SequenceKv seq(blocks_.get());
   std::vector<float> logits;
   ASSERT_TRUE(forward_->RunOne(&seq, tokens, &logits).ok());
   EXPECT_EQ(seq.n_tokens(), 1100);
-  EXPECT_EQ(forward_->scratch_tokens(), Forward::kMicroBatchTokens);
+  EXPECT_EQ(forward_->scratch_tokens(), kMicroBatchTokens);
+  EXPECT_EQ(forward_->residual_tokens(), kMicroBatchTokens);
   EXPECT_LT(MaxDiff(logits, RunInPieces(tokens, tokens.size())), 1e-5);
-  EXPECT_GT(forward_->scratch_tokens(), Forward::kMicroBatchTokens);  // the one-chunk run grew it
+  EXPECT_EQ(forward_->scratch_tokens(), kMicroBatchTokens);  // Run micro-batches too
+  EXPECT_EQ(forward_->residual_tokens(), 1100);              // but keeps the whole residual
+  Forward one_chunk(*model_, pool_.get(), ForwardOptions{.micro_batch_tokens = 1 << 20});
+  kv::SequenceKv one_seq(blocks_.get());
+  std::vector<float> one_logits;
+  ASSERT_TRUE(one_chunk.RunOne(&one_seq, tokens, &one_logits).ok());
+  EXPECT_EQ(one_chunk.scratch_tokens(), 1100);
+  EXPECT_LT(MaxDiff(logits, one_logits), 1e-5);
 }
 
 TEST_P(ForwardTest, BatchedDecodeEqualsSeparateSequences) {

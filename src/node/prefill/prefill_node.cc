@@ -345,6 +345,7 @@ Result<PrefillReply> PrefillNode::RunPrefill(const PrefillCall& call) {
   Status push_status;
   if (sg) {
     chunk.on_layer_q = [&](int layer, const float* q, std::int64_t n) { sg->OnLayerQuery(layer, q, n); };
+    chunk.query_rows = sg_options.query_window;  // all OnLayerQuery keeps
   }
   // Full mode sends nothing until the prefill ends; a prefill longer than the decode node's
   // kv_progress deadline (10 s: 4096 tokens of a 135M model on 2 busy cores) would make it give

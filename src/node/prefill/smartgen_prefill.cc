@@ -25,10 +25,10 @@ SmartgenPrefill::SmartgenPrefill(std::uint64_t request_id, const model::ModelCon
       plans_(config.n_layers),
       pushed_(budget_.grid) {}
 
-void SmartgenPrefill::OnLayerQuery(int, const float* q, std::int64_t n_tokens) {
-  const std::int64_t rows = std::min<std::int64_t>(options_.query_window, n_tokens);
+void SmartgenPrefill::OnLayerQuery(int, const float* q, std::int64_t n_rows) {
+  const std::int64_t rows = std::min<std::int64_t>(options_.query_window, n_rows);
   last_q_rows_ = rows;
-  last_q_.assign(q + (n_tokens - rows) * config_.q_dim(), q + n_tokens * config_.q_dim());
+  last_q_.assign(q + (n_rows - rows) * config_.q_dim(), q + n_rows * config_.q_dim());
 }
 
 SmartgenPrefill::LayerOutput SmartgenPrefill::OnLayerDone(int layer, const kv::SequenceKv& kv) {

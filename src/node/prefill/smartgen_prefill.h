@@ -38,8 +38,9 @@ class SmartgenPrefill {
                   std::int64_t budget_bytes, const select::NeededBlocks& needed,
                   core::ThreadPool* pool);
 
-  // The layer's post-RoPE queries of the whole prompt: keeps the last query_window rows.
-  void OnLayerQuery(int layer, const float* q, std::int64_t n_tokens);
+  // The layer's post-RoPE queries of the prompt's last n_rows tokens (model::LayerQueryHook;
+  // the prefill node asks Forward for query_window of them): keeps the last query_window rows.
+  void OnLayerQuery(int layer, const float* q, std::int64_t n_rows);
 
   struct LayerOutput {
     std::vector<std::byte> summaries;  // kSummaries message; empty for a window layer
