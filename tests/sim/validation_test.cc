@@ -156,7 +156,9 @@ TEST(SimValidation, QuietSweepAgreesExceptSmartgensTokenTwo) {
         (mode == "layerwise" && row["ratio"].get<double>() != 1.0)) {
       EXPECT_LE(Err(row, "ttst"), 0.15);
     }
-    if (mode == "full" || mode == "layerwise") EXPECT_LE(Err(row, "time_to_exact"), 0.15);
+    if (mode == "full" || mode == "layerwise") {
+      EXPECT_LE(Err(row, "time_to_exact"), 0.15);
+    }
     if (mode != "smartgen") continue;
     ++smartgen;
     EXPECT_LE(Err(row, "mean_tbt"), 0.16);
