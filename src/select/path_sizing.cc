@@ -56,9 +56,9 @@ double LayerWaitBoundMs(const SmartgenOptions& o, double step_compute_ms, double
   return std::max(step_share, layer_own);
 }
 
-bool KeepPredicting(double predicted_blocks, double predicted_hits) {
-  return predicted_blocks < kPredictionWarmupBlocks ||
-         predicted_hits >= kPredictionMinHitRate * predicted_blocks;
+PredictionUse UsePrediction(double checked_blocks, double hits) {
+  if (checked_blocks < kPredictionWarmupBlocks) return PredictionUse::kCheck;
+  return hits >= kPredictionMinHitRate * checked_blocks ? PredictionUse::kFetch : PredictionUse::kOff;
 }
 
 }  // namespace smartgen::select

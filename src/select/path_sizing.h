@@ -49,12 +49,17 @@ std::int64_t FetchCapBlocks(const SmartgenOptions& o, double link_bytes_per_s, d
 double LayerWaitBoundMs(const SmartgenOptions& o, double step_compute_ms, double local_attention_ms,
                         int n_layers);
 
-// Whether a layer keeps requesting layer l+1's predicted blocks (its own choice, asked for while
-// it runs): until kPredictionWarmupBlocks predicted blocks have been checked against the real
-// selection, and after that while at least kPredictionMinHitRate of them were selected (a wrong
-// guess costs link time the real fetches need). Counts may be expected values (the simulator).
+// What a layer does with its guess at layer l+1's selection (its own choice, made while it runs):
+//   - kCheck: until kPredictionWarmupBlocks predicted blocks have been checked against the real
+//     selection, the guess is only scored, never fetched: an unchecked guess that misses puts
+//     link time ahead of the fetches the step really needs (token 2 waits behind it);
+//   - kFetch: after that, while at least kPredictionMinHitRate of the checked blocks were
+//     selected, the guess's absent blocks are requested at once (and go on being scored);
+//   - kOff: otherwise; the guess is no longer made.
+// Counts may be expected values (the simulator).
 inline constexpr double kPredictionWarmupBlocks = 64;
 inline constexpr double kPredictionMinHitRate = 0.5;
-bool KeepPredicting(double predicted_blocks, double predicted_hits);
+enum class PredictionUse { kCheck, kFetch, kOff };
+PredictionUse UsePrediction(double checked_blocks, double hits);
 
 }  // namespace smartgen::select

@@ -181,23 +181,27 @@ void DecodeNode::StartLayer(int layer) {
     const double cap = static_cast<double>(select::FetchCapBlocks(
         o, r->link->bytes_per_second(), r->step_ms, r->block_bytes, s.n_layers));
     Fetch(r, layer, std::min(r->kv->wanted(layer), cap));
-    // Predictions that pay (select::KeepPredicting past its warmup). The node also predicts
-    // through the warmup, hit or miss; modelling those wasted fetches is left out (docs/
-    // RESULTS.md, "Validation after the step's phases were measured").
-    const bool predict = o.predict_next && stats_->predictor_hit >= select::kPredictionMinHitRate;
-    if (predict && layer + 1 < s.n_layers && r->kv->selective(layer + 1)) {
-      // Layer l+1's blocks that layer l's choice predicts, requested now: the absent ones of a
-      // selection that size; the hits are what layer l+1 then selects, the rest are fetched
-      // for nothing but land all the same.
-      const LayerDemand next = r->kv->Select(layer + 1, step, *stats_);
-      predicted_[i][layer + 1] = next;
+    // Layer l+1's guess (select::UsePrediction, as the node): scored only while unchecked,
+    // requested while it pays.
+    const select::PredictionUse use = select::UsePrediction(
+        r->predicted_checked, r->predicted_checked * stats_->predictor_hit);
+    if (o.predict_next && use != select::PredictionUse::kOff && layer + 1 < s.n_layers &&
+        r->kv->selective(layer + 1)) {
+      // The guess's absent blocks: those of a selection that size; the hits are what layer l+1
+      // then selects, the rest are fetched for nothing but land all the same.
       const double all = r->kv->layer_blocks(layer + 1);
-      const double asked =
-          std::min(cap, all > 0 ? next.selected * (1.0 - r->kv->present(layer + 1) / all) : 0.0);
-      const double hits = std::min(next.to_fetch, asked * stats_->predictor_hit);
-      Fetch(r, layer + 1, hits);
-      MispredictFetch(r, layer + 1, asked * (1.0 - stats_->predictor_hit));
-      r->predicted_asked += asked;
+      const double guessed =
+          all > 0 ? r->kv->selection_size(layer + 1) * (1.0 - r->kv->present(layer + 1) / all) : 0.0;
+      r->predicted_checked += guessed;
+      if (use == select::PredictionUse::kFetch) {
+        const LayerDemand next = r->kv->Select(layer + 1, step, *stats_);
+        predicted_[i][layer + 1] = next;
+        const double asked = std::min(cap, guessed);
+        const double hits = std::min(next.to_fetch, asked * stats_->predictor_hit);
+        Fetch(r, layer + 1, hits);
+        MispredictFetch(r, layer + 1, asked * (1.0 - stats_->predictor_hit));
+        r->predicted_asked += asked;
+      }
     }
     // The node's wait bound: its share of the step, or the layer's own attention time.
     const Seconds local_attention = cost_->DecodeAttention(local_tokens);

@@ -8,8 +8,10 @@
 // (the default), every block present, else their selected blocks, and score their summaries).
 // A SmartGen sequence that is not exact selects per layer (SmartgenKv::Select) and fetches what
 // is missing, at most select::FetchCapBlocks, in one on-demand batch on its link, after the
-// request's one-way trip to the prefill node; with next-layer prediction (predict_next and
-// SelectionStats::predictor_hit >= 0.5) that share of layer l+1's fetch is posted at layer l.
+// request's one-way trip to the prefill node; with next-layer prediction (predict_next) layer
+// l guesses layer l+1's absent blocks and, once select::UsePrediction says the guess pays (at
+// SelectionStats::predictor_hit, after its unfetched warm-up), posts them at layer l: the hit
+// share lands for layer l+1, the rest is fetched for nothing.
 // The layer ends when its compute is done and nothing it awaits is on the wire, or when the
 // node's wait bound (select::LayerWaitBoundMs on the request's step figures; the first step
 // until first_wait_ms after PrefillDone) has passed beyond the compute. Awaited, as the node's

@@ -71,7 +71,8 @@ nlohmann::json RequestRecord(const SimRequest& r) {
   j["bytes_over_full"] = r.full_kv_bytes > 0 ? total / r.full_kv_bytes : 0.0;
   j["cancelled_bytes"] = r.cancelled_bytes;
   j["stall_ms"] = r.stall_s * 1e3;
-  j["predicted_blocks"] = r.predicted_asked;
+  j["predicted_blocks"] = r.predicted_checked;
+  j["predicted_fetched_blocks"] = r.predicted_asked;
   j["mispredicted_blocks"] = r.mispredicted;
   if (r.selected_blocks > 0) j["present_share"] = 1.0 - r.absent_at_deadline / r.selected_blocks;
   if (r.kv) j["duplicate_blocks"] = r.kv->duplicate_blocks();

@@ -52,7 +52,8 @@ struct SimRequest {
   double selected_blocks = 0;       // summed over steps and layers
   double absent_at_deadline = 0;    // selected blocks not present when the layer attended
   double cancelled_bytes = 0;       // pushed or speculative bytes never sent (request ended first)
-  double predicted_asked = 0;       // blocks requested by predictions (select::KeepPredicting)
+  double predicted_checked = 0;     // blocks predictions guessed, scored (select::UsePrediction)
+  double predicted_asked = 0;       // of those, blocks requested (once the guess paid)
   double mispredicted = 0;          // of those, blocks no step then selected
   double stall_s = 0;  // decode steps' waits for fetches, summed (the node's layer_stall_ms)
   // SmartGen transfers of this request on its link (pushes, first step, on-demand pulls): what

@@ -160,6 +160,11 @@ void SmartgenKv::MispredictedLanded(int layer, double n) {
   s.never_present = std::min(s.never, s.never_present + n);
 }
 
+double SmartgenKv::selection_size(int layer) const {
+  const int i = index_[layer];
+  return i < 0 ? 0.0 : layers_[i].edges + layers_[i].k;
+}
+
 double SmartgenKv::layer_blocks(int layer) const {
   const int i = index_[layer];
   return i < 0 ? 0.0 : layers_[i].edges + layers_[i].never + layers_[i].selected;

@@ -86,6 +86,8 @@ class SmartgenKv {
   void MispredictedLanded(int layer, double n);
   // The layer's blocks (all heads; 0 for a window layer).
   double layer_blocks(int layer) const;
+  // Blocks one step selects in the layer (all heads, edges included; 0 for a window layer).
+  double selection_size(int layer) const;
 
   double missing() const;  // blocks not on the decode node
   bool exact() const { return missing() < 0.5; }

@@ -21,6 +21,7 @@
 #include "node/decode/smartgen_session.h"
 #include "node_test_util.h"
 #include "select/block_summary.h"
+#include "select/path_sizing.h"
 #include "select/selective_attention.h"
 
 namespace smartgen::node {
@@ -152,6 +153,73 @@ TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
   ASSERT_GE(stats["present_mass_share_per_step"].size(), 2u) << stats.dump();
   EXPECT_LT(stats["present_mass_share_per_step"][0].get<double>(), 1.0);
   EXPECT_GT(stats["present_mass_share_per_step"][0].get<double>(), 0.5);
+}
+
+TEST(SmartgenSession, ANextLayerGuessIsCheckedBeforeItIsFetched) {
+  auto model = model::Model::Load(testing::SmallModelPath(52));
+  ASSERT_TRUE(model.ok());
+  const model::ModelConfig& cfg = (*model)->config();
+  ASSERT_GE(cfg.n_layers, 3);
+  core::ThreadPool pool(1);
+  model::Forward forward(**model, &pool);
+  kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32, 16), 1 << 12);
+  constexpr int kPrompt = 1024;  // 64 blocks per head: one layer's guess ends the warm-up
+  std::vector<std::int32_t> prompt(kPrompt);
+  for (int i = 0; i < kPrompt; ++i) prompt[i] = 3 + (i * 37) % 250;
+  kv::SequenceKv seq(&blocks);
+  ASSERT_TRUE(forward.RunOne(&seq, prompt, nullptr).ok());
+  const std::int32_t n_blocks = kPrompt / 16;
+  kv::Residency residency(cfg.n_layers, cfg.n_kv_heads, n_blocks);  // nothing present
+
+  select::SmartgenOptions options;
+  options.on_demand.budget_fraction = 1.0f;  // every block selected: every guess is a hit
+  options.predict_next = true;
+  options.wait_bound_ms = 0;  // nothing lands here: never wait
+  options.first_step = false;
+  std::vector<std::vector<kv::BlockKey>> calls;  // each fetch, in order
+  SmartgenSession session(
+      cfg, &seq, &residency, kPrompt, options, nullptr, select::NeededBlocks{},
+      [&](const std::vector<kv::BlockKey>& keys) {
+        calls.push_back(keys);
+        return Status::Ok();
+      },
+      [] { return Internal("no recompute in this test"); }, core::Seconds(5));
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    ASSERT_TRUE(session.AddSummaries(select::LayerSummaries::Build(seq, l, kPrompt).Serialize()).ok());
+    ASSERT_TRUE(session.AddManifest(l, {}).ok());
+  }
+  ASSERT_TRUE(session.Ready(core::NowNanos()));
+  const std::int32_t token = 17;
+  std::vector<float> logits;
+  model::ForwardChunk c;
+  c.kv = &seq;
+  c.tokens = std::span<const std::int32_t>(&token, 1);
+  c.logits = &logits;
+  c.attention = &session;
+  model::ForwardChunk cc[1] = {c};
+  ASSERT_TRUE(forward.Run(cc).ok());
+
+  auto layers_of = [](const std::vector<kv::BlockKey>& keys) {
+    std::set<int> out;
+    for (const auto& k : keys) out.insert(k.layer);
+    return out;
+  };
+  // Layer 0 asks for its own blocks; its guess at layer 1 is only scored (unchecked), so layer
+  // 1 asks for its own; layer 1's guess (checked on layer 1's blocks, all hits) is fetched at
+  // once: layer 2's blocks are asked for before layer 2 runs.
+  ASSERT_GE(calls.size(), 3u);
+  EXPECT_EQ(layers_of(calls[0]), std::set<int>{0});
+  EXPECT_EQ(layers_of(calls[1]), std::set<int>{1});
+  // Layer 1's own fetch, capped (an early guess would have asked for all of them, uncapped).
+  ASSERT_GT(cfg.n_kv_heads * n_blocks, select::kDefaultFetchCapBlocks);
+  EXPECT_EQ(calls[1].size(), static_cast<std::size_t>(select::kDefaultFetchCapBlocks));
+  EXPECT_EQ(layers_of(calls[2]), std::set<int>{2});
+  EXPECT_EQ(calls[2].size(), static_cast<std::size_t>(cfg.n_kv_heads * n_blocks))
+      << "the guess asks for every absent block it predicts";
+  const auto stats = session.Stats(0, 0, 0);
+  EXPECT_GE(stats["predicted_blocks"].get<std::int64_t>(), select::kPredictionWarmupBlocks);
+  EXPECT_GT(stats["predicted_fetched_blocks"].get<std::int64_t>(), 0);
+  EXPECT_DOUBLE_EQ(stats["prediction_hit_rate"].get<double>(), 1.0);
 }
 
 TEST(SmartgenSession, TheFirstStepWaitsForThePrefillNodesBlocksAndUsesThem) {

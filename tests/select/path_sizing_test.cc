@@ -65,14 +65,16 @@ TEST(AutoMode, LayerwiseExactlyWhenTheLinkKeepsUpWithPrefill) {
   EXPECT_EQ(AutoChoiceName(AutoChoice::kSmartgen), "smartgen");
 }
 
-TEST(PathSizing, PredictionsRunThroughTheWarmupThenOnlyWhileHalfAreHits) {
-  EXPECT_TRUE(KeepPredicting(0, 0));
-  EXPECT_TRUE(KeepPredicting(kPredictionWarmupBlocks - 1, 0));  // still warming up
-  EXPECT_FALSE(KeepPredicting(kPredictionWarmupBlocks, 1));
-  EXPECT_TRUE(
-      KeepPredicting(kPredictionWarmupBlocks, kPredictionWarmupBlocks * kPredictionMinHitRate));
-  EXPECT_FALSE(KeepPredicting(1000, 499));
-  EXPECT_TRUE(KeepPredicting(1000, 500));
+TEST(PathSizing, PredictionsAreCheckedBeforeTheyFetchThenFetchOnlyWhileHalfAreHits) {
+  EXPECT_EQ(UsePrediction(0, 0), PredictionUse::kCheck);
+  EXPECT_EQ(UsePrediction(kPredictionWarmupBlocks - 1, 0), PredictionUse::kCheck);  // unchecked
+  EXPECT_EQ(UsePrediction(kPredictionWarmupBlocks - 1, kPredictionWarmupBlocks - 1),
+            PredictionUse::kCheck);  // all hits so far, but too few to trust
+  EXPECT_EQ(UsePrediction(kPredictionWarmupBlocks, 1), PredictionUse::kOff);
+  EXPECT_EQ(UsePrediction(kPredictionWarmupBlocks, kPredictionWarmupBlocks * kPredictionMinHitRate),
+            PredictionUse::kFetch);
+  EXPECT_EQ(UsePrediction(1000, 499), PredictionUse::kOff);
+  EXPECT_EQ(UsePrediction(1000, 500), PredictionUse::kFetch);
 }
 
 }  // namespace

@@ -151,18 +151,22 @@ TEST(SimModes, BoundedWaitKeepsStepsWithinTheNodesBoundAndLeavesLateBlocksOut) {
   EXPECT_GT(b["present_share"].get<double>(), 0.5);
 }
 
-TEST(SimModes, OnlyPredictionsThatPayAreFetchedAndTheirMissesLandAsPresentBlocks) {
+TEST(SimModes, PredictionsAreCheckedBeforeTheyFetchAndTheirMissesLandAsPresentBlocks) {
   ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
   spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
-  spec.stats.predictor_hit = 0.4;  // below select::kPredictionMinHitRate: not modelled
+  spec.stats.predictor_hit = 0.4;  // below select::kPredictionMinHitRate: checked, never fetched
   const nlohmann::json low = RequestRecord(*RunOne(spec, kPrompt, 16).requests[0]);
-  EXPECT_EQ(low["predicted_blocks"].get<double>(), 0);
+  EXPECT_GE(low["predicted_blocks"].get<double>(), select::kPredictionWarmupBlocks);
+  EXPECT_EQ(low["predicted_fetched_blocks"].get<double>(), 0);
+  EXPECT_EQ(low["mispredicted_blocks"].get<double>(), 0);
   spec.stats.predictor_hit = 0.6;
   const nlohmann::json hit = RequestRecord(*RunOne(spec, kPrompt, 16).requests[0]);
-  EXPECT_GT(hit["predicted_blocks"].get<double>(), select::kPredictionWarmupBlocks);
+  const double fetched = hit["predicted_fetched_blocks"].get<double>();
+  EXPECT_GT(fetched, 0);
+  // The warm-up's guesses were scored, not fetched.
+  EXPECT_LE(fetched, hit["predicted_blocks"].get<double>() - select::kPredictionWarmupBlocks + 1e-9);
   // asked x (1 - hit) of them were no step's choice, fetched all the same.
-  EXPECT_NEAR(hit["mispredicted_blocks"].get<double>(), 0.4 * hit["predicted_blocks"].get<double>(),
-              0.05 * hit["predicted_blocks"].get<double>());
+  EXPECT_NEAR(hit["mispredicted_blocks"].get<double>(), 0.4 * fetched, 0.05 * fetched);
   spec.options.smartgen.predict_next = false;
   const nlohmann::json off = RequestRecord(*RunOne(spec, kPrompt, 16).requests[0]);
   EXPECT_EQ(off["predicted_blocks"].get<double>(), 0);

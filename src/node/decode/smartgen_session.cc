@@ -196,15 +196,29 @@ void SmartgenSession::RequestPredicted(int layer) {
       needed_.IsWindowLayer(layer + 1)) {
     return;
   }
-  if (!select::KeepPredicting(static_cast<double>(predicted_),
-                              static_cast<double>(predicted_hits_)))
-    return;
+  const select::PredictionUse use = select::UsePrediction(static_cast<double>(predicted_),
+                                                          static_cast<double>(predicted_hits_));
+  if (use == select::PredictionUse::kOff) return;
   select::LayerSelection predicted;
   selector_.PredictNext(layer, &predicted);
+  if (use == select::PredictionUse::kCheck) {
+    // Scored only: the blocks it would ask for (absent, not on their way).
+    predicted_keys_.clear();
+    for (int h = 0; h < static_cast<int>(predicted.heads.size()); ++h) {
+      for (std::int32_t b : predicted.heads[h]) {
+        if (residency_->state(layer + 1, h, b) == kv::BlockState::kAbsent) {
+          predicted_keys_.push_back({layer + 1, h, b});
+        }
+      }
+    }
+    predicted_layer_ = layer + 1;
+    return;
+  }
   // Best effort: a failed early request is made again when the layer needs the blocks.
   if (!Request(layer + 1, predicted, nullptr).ok()) return;
   predicted_layer_ = layer + 1;
   predicted_keys_ = scratch_keys_;  // the blocks this prediction actually asked for
+  predicted_fetched_ += std::ssize(predicted_keys_);
 }
 
 void SmartgenSession::ScorePrediction(int layer, const select::LayerSelection& sel) {

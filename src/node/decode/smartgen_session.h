@@ -13,10 +13,10 @@
 //     blocks (with attend_present, the default: every present block) and the generated tail
 //     while the pull is in flight; when it lands, attend over the
 //     fetched blocks and merge by log-sum-exp. Layer l+1's predicted blocks (layer l's choice)
-//     are requested right after layer l's own, while layer l runs; once the prediction has
-//     been checked on select::kPredictionWarmupBlocks blocks, it goes on only while at least half
-//     of the predicted blocks turn out to be selected (a wrong guess costs link time the real
-//     fetches need).
+//     are requested right after layer l's own, while layer l runs - once the prediction has
+//     been checked (scored, not fetched) on select::kPredictionWarmupBlocks blocks, and only
+//     while at least half of the predicted blocks turn out to be selected (a wrong guess costs
+//     link time the real fetches need: select::UsePrediction).
 //   - the first step also takes the blocks the prefill node's own run of it selected (exact
 //     attention mass; AddFirstStep), ranked first, and waits for them up to first_wait_ms;
 //   - the wait for the fetch is bounded (SmartgenOptions::wait_bound_ms, by default about the
@@ -131,7 +131,8 @@ class SmartgenSession final : public model::AttentionOverride {
   bool TakeFirstStep(int layer, select::LayerSelection* sel);
   Status Recover(const Status& why);
   void CheckExact();
-  // Requests layer l+1's predicted blocks, while the prediction keeps paying.
+  // Predicts layer l+1's blocks from layer l's choice: scored only while unchecked, requested
+  // while the prediction pays (select::UsePrediction).
   void RequestPredicted(int layer);
   // Counts how many of `layer`'s predicted requests the real selection used.
   void ScorePrediction(int layer, const select::LayerSelection& sel);
@@ -197,9 +198,10 @@ class SmartgenSession final : public model::AttentionOverride {
   std::vector<double> step_fresh_share_;   // per step (first 64): new share of the score-selected
   std::int64_t step_selected_ = 0, step_missing_ = 0;
   std::vector<kv::BlockKey> scratch_keys_;
-  int predicted_layer_ = -1;                    // the layer `predicted_keys_` were asked for
-  std::vector<kv::BlockKey> predicted_keys_;
-  std::int64_t predicted_ = 0, predicted_hits_ = 0;
+  int predicted_layer_ = -1;                    // the layer `predicted_keys_` guess at
+  std::vector<kv::BlockKey> predicted_keys_;    // the guess's absent blocks (asked for or not)
+  std::int64_t predicted_ = 0, predicted_hits_ = 0;  // checked against the real selection
+  std::int64_t predicted_fetched_ = 0;               // of the guesses' blocks, those requested
   std::vector<kernels::KvBlockRef> refs_;
   std::vector<std::vector<kernels::KvBlockRef>> head_refs_;  // [n_kv_heads] of the local pass
   HeadAttention heads_;

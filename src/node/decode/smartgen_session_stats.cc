@@ -107,7 +107,8 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
                        {"waited_layer_steps", waited_layer_steps_},
                        {"step_compute_ms", step_compute_ms_}};
   j["blocks_requested"] = blocks_fetched_;
-  j["predicted_blocks"] = predicted_;
+  j["predicted_blocks"] = predicted_;  // checked against the real selection
+  j["predicted_fetched_blocks"] = predicted_fetched_;
   j["prediction_hit_rate"] =
       predicted_ > 0 ? static_cast<double>(predicted_hits_) / static_cast<double>(predicted_) : 0.0;
   j["blocks_total"] = residency_->total_blocks();
