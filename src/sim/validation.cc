@@ -230,8 +230,12 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
       merged.update(m.options);
       SG_ASSIGN_OR_RETURN(spec.options.smartgen, ParseSmartgenSimOptions(merged));
     }
+    // The node's own proactive budget (its prefill estimate, not the prefill it then ran),
+    // unless the run fixed one: the records list every option, 0 meaning "sized from the link".
+    const bool fixed_ratio = m.options.contains("proactive_ratio") && m.options["proactive_ratio"].is_number() &&
+                             m.options["proactive_ratio"].get<double>() > 0;
     if (options.calibration != Calibration::kPreset && m.proactive_budget_bytes > 0 && m.kv_bytes > 0 &&
-        !m.options.contains("proactive_ratio")) {
+        !fixed_ratio) {
       spec.options.smartgen.proactive_ratio = m.kv_bytes / m.proactive_budget_bytes;
     }
     spec.options.max_batch = 1;
