@@ -11,13 +11,12 @@ namespace {
 // Rows of a chunk are a multiple of this (SIMD kernels block rows).
 constexpr std::int64_t kRowGrain = 16;
 // Chunks are claimed dynamically (core::ThreadPool::ForEachChunk), so a thread that runs late
-// or slow leaves its share to the others; the chunks are sized for that: at least this many
-// chunks per thread in all. A GEMV chunk is also at most about kVecChunkBytes of weights
-// (~40-80 us) and at least half a thread's share: every chunk boundary costs a stream of rows
-// whose weights the kernel's prefetch (kPrefetchRows ahead) did not bring in, and 256 KiB
-// chunks, 4 per thread, decoded 3-6 % slower than these (docs/RESULTS.md, issue 14, Xeon).
+// or slow (preempted by the node's other threads on a shared machine) leaves its share to the
+// others; the chunks are sized for that: at least this many chunks per thread in all. A GEMV
+// chunk is also at most about kVecChunkBytes of weights (~40-80 us): every chunk boundary costs
+// a stretch of rows whose weights the kernel's prefetch (kPrefetchRows ahead) did not bring in,
+// and 256 KiB chunks decoded the Qwen2.5-0.5B shape 3-5 % slower (docs/RESULTS.md, issue 14).
 constexpr std::size_t kVecChunkBytes = 1 << 20;
-constexpr std::int64_t kVecMinChunksPerThread = 2;
 constexpr std::int64_t kMinChunksPerThread = 4;
 // GEMM chunks: at least this many rows (each chunk re-reads its tokens' activations), and
 // token ranges of at least this many tokens when rows alone give too few chunks.
@@ -251,7 +250,7 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
   if (threads > 1 && n == 1) {
     const auto by_bytes =
         static_cast<std::int64_t>(kVecChunkBytes / std::max<std::size_t>(max_row_bytes, 1));
-    chunk_rows = std::min(by_bytes, CeilDiv(total_rows, threads * kVecMinChunksPerThread));
+    chunk_rows = std::min(by_bytes, CeilDiv(total_rows, want_chunks));
     chunk_rows = std::max(kRowGrain, RoundUp(chunk_rows, kRowGrain));
   } else if (threads > 1) {
     chunk_rows = std::max(kMulChunkRows, RoundUp(CeilDiv(total_rows, want_chunks), kRowGrain));
