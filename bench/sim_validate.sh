@@ -4,7 +4,8 @@
 # full, layerwise, smartgen - then replays it with `smartgen simulate --validate` and prints the
 # table of docs/RESULTS.md ("Validation against a fresh sweep").
 #   bench/sim_validate.sh [SMARTGEN_BINARY] [OUT_DIR]
-# Environment: LENGTHS ("2048 4096"), RATIOS ("0.5 1 2 4 8"), MODES, OUTPUT_TOKENS (24), MODEL
+# Environment: LENGTHS ("2048 4096"), RATIOS ("0.5 1 2 4 8"), MODES, OUTPUT_TOKENS (24), REPS
+# (1: requests per point and mode; with more the table adds the per-point medians), MODEL
 # (out/smollm2-135m-f16.gguf, made if missing), CALIBRATION (own), PYTHON (python3).
 # Needs a quiet machine (load average below ~1.5: the simulator models no CPU contention). About
 # 10 minutes on the quiet 2-core machine (4096-token prefill ~6 s; the sweep is ~47 prefills per
@@ -20,6 +21,7 @@ LENGTHS="${LENGTHS:-2048 4096}"
 RATIOS="${RATIOS:-0.5 1 2 4 8}"
 MODES="${MODES:-colocated,full,layerwise,smartgen}"
 OUTPUT_TOKENS="${OUTPUT_TOKENS:-24}"
+REPS="${REPS:-1}"
 MODEL="${MODEL:-out/smollm2-135m-f16.gguf}"
 CALIBRATION="${CALIBRATION:-own}"
 PYTHON="${PYTHON:-python3}"
@@ -33,7 +35,7 @@ for n in $LENGTHS; do
     t0=$(date +%s)
     echo "== $n tokens, R = $r ($(date -u +%H:%M:%S) UTC, $(uptime | sed 's/.*load average/load average/'))" | tee -a "$LOG"
     if ! "$SG" bench ttst -m "$MODEL" --prompt-tokens "$n" --ratio "$r" --modes "$MODES" \
-        --output-tokens "$OUTPUT_TOKENS" --plot '' --data "$OUT/ttst_${n}_r${r}.jsonl" >> "$LOG" 2>&1; then
+        --output-tokens "$OUTPUT_TOKENS" --reps "$REPS" --plot '' --data "$OUT/ttst_${n}_r${r}.jsonl" >> "$LOG" 2>&1; then
       echo "   FAILED (the records written before the failure are kept; see $LOG)" | tee -a "$LOG"
     fi
     echo "   $(( $(date +%s) - t0 )) s" | tee -a "$LOG"
@@ -70,11 +72,17 @@ for row in v["records"]:
     print(f"| {row['prompt_tokens']} | {r} | {row['link_mbps']:.1f} | {row['mode']} | {cell(row, 'ttst_ms')} "
           f"| {tbt} | {exact} | {b} |")
 print()
-print("within 15 % (share of records; n):")
-for mode, s in v["summary"].items():
-    parts = []
-    for k in ("ttst", "mean_tbt", "time_to_exact", "e2e"):
-        if s[k]["n"]:
-            parts.append(f"{k} {s[k]['within_15pct']:.2f} (n {s[k]['n']}, mean |err| {s[k]['mean_abs'] * 100:.0f} %)")
-    print(f"  {mode}: " + "; ".join(parts))
+def summary(title, table):
+    print(title)
+    for mode, s in table.items():
+        parts = []
+        for k in ("ttst", "mean_tbt", "time_to_exact", "e2e"):
+            if s[k]["n"]:
+                parts.append(f"{k} {s[k]['within_15pct']:.2f} (n {s[k]['n']}, mean |err| {s[k]['mean_abs'] * 100:.0f} %)")
+        print(f"  {mode}: " + "; ".join(parts))
+summary("within 15 % (share of records; n):", v["summary"])
+if any(p["n"] > 1 for p in v.get("points", [])):
+    print()
+    summary("within 15 %, median of each point's repetitions against the median simulated "
+            "(share of points; n):", v["point_summary"])
 EOF

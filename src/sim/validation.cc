@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "sim/cluster.h"
 #include "sim/cost_model.h"
@@ -60,6 +61,56 @@ double FitAttentionRate(
   return shape.KvBytesPerTokenLayer() * shape.n_layers / slope;
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The rows of each point (mode, prompt, R) folded into one: the median measured and the median
+// simulated of each figure over its repetitions (time to exact only where every repetition,
+// measured and simulated, became exact), and their relative errors.
+nlohmann::json PointMedians(const nlohmann::json& rows) {
+  std::map<std::tuple<std::string, std::int64_t, double>, std::vector<const nlohmann::json*>> groups;
+  for (const nlohmann::json& row : rows) {
+    groups[{row["mode"].get<std::string>(), row["prompt_tokens"].get<std::int64_t>(), row["ratio"].get<double>()}]
+        .push_back(&row);
+  }
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& [key, group] : groups) {
+    nlohmann::json p;
+    p["mode"] = std::get<0>(key);
+    p["prompt_tokens"] = std::get<1>(key);
+    p["ratio"] = std::get<2>(key);
+    p["n"] = group.size();
+    p["tbt_is_input"] = group.front()->value("tbt_is_input", false);
+    nlohmann::json error;
+    for (const char* k : {"ttst_ms", "mean_tbt_ms", "e2e_ms", "time_to_exact_ms"}) {
+      std::vector<double> measured, simulated;
+      for (const nlohmann::json* row : group) {
+        const nlohmann::json& m = (*row)["measured"][k];
+        const nlohmann::json& s = (*row)["simulated"][k];
+        if (m.is_number() && s.is_number()) {
+          measured.push_back(m.get<double>());
+          simulated.push_back(s.get<double>());
+        }
+      }
+      const std::string name = std::string(k).substr(0, std::string(k).size() - 3);  // drop "_ms"
+      if (measured.size() != group.size()) {
+        error[name] = nullptr;
+        continue;
+      }
+      const double mm = Median(measured), sm = Median(simulated);
+      p["measured"][k] = mm;
+      p["simulated"][k] = sm;
+      error[name] = RelErr(sm, mm);
+    }
+    p["error"] = error;
+    points.push_back(p);
+  }
+  return points;
+}
+
 }  // namespace
 
 Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path) {
@@ -88,6 +139,7 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
     r.measured_ratio = Num(j, "R", 0);
     r.link_mbps = native ? Num(j, "link_gbps", 0) * 1e3 : Num(j, "link_mbps", 0);
     r.output_tokens = static_cast<int>(Num(j, "output_tokens", 64));
+    r.rep = static_cast<int>(Num(j, "rep", 0));
     r.ttft_ms = Num(j, "ttft_ms", 0);
     r.prefill_ms = Num(j, "prefill_ms", 0);
     if (j.contains("options")) {
@@ -154,8 +206,11 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
   }
   // The colocated record of each (prompt, R) point: the decode step every mode shares.
   std::map<std::pair<std::int64_t, double>, const MeasuredRecord*> colocated;
+  std::map<std::tuple<std::int64_t, double, int>, const MeasuredRecord*> colocated_rep;
   for (const MeasuredRecord& r : records) {
-    if (r.mode == Mode::kColocated) colocated[{r.prompt_tokens, r.ratio}] = &r;
+    if (r.mode != Mode::kColocated) continue;
+    colocated.try_emplace({r.prompt_tokens, r.ratio}, &r);
+    colocated_rep[{r.prompt_tokens, r.ratio, r.rep}] = &r;
   }
   // The attention rate from the colocated steps' growth with the context (two or more prompt
   // lengths): what a decode step's attention costs per key on this machine.
@@ -190,11 +245,17 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
         const double rest = measured_ms / 1e3 - attention;
         if (rest > 0) hw.mem_eff *= (step - attention) / rest;
       };
-      auto it = colocated.find({m.prompt_tokens, m.ratio});
+      // The colocated record of the same repetition, else the point's first.
+      const MeasuredRecord* coloc = nullptr;
+      if (auto same = colocated_rep.find({m.prompt_tokens, m.ratio, m.rep}); same != colocated_rep.end()) {
+        coloc = same->second;
+      } else if (auto first = colocated.find({m.prompt_tokens, m.ratio}); first != colocated.end()) {
+        coloc = first->second;
+      }
       // A SmartGen record's own gaps hold its waits: its dense step is colocated's.
       const bool own_kind = options.calibration == Calibration::kOwn || options.calibration == Calibration::kOwnAll;
       const bool own = own_kind && m.median_gap_ms > 0 &&
-                       (m.mode != Mode::kSmartgen || it == colocated.end() ||
+                       (m.mode != Mode::kSmartgen || coloc == nullptr ||
                         options.calibration == Calibration::kOwnAll);
       if (own_kind && m.mode == Mode::kSmartgen && m.select_ms_per_layer_step > 0) {
         // The node's selection time per layer-step over the prompt's blocks per KV head.
@@ -205,9 +266,8 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
       }
       if (own) {
         scale_to(m.median_gap_ms);
-      } else if (it != colocated.end() && it->second->mean_tbt_ms > 0) {
-        scale_to(own_kind && it->second->median_gap_ms > 0 ? it->second->median_gap_ms
-                                                           : it->second->mean_tbt_ms);
+      } else if (coloc != nullptr && coloc->mean_tbt_ms > 0) {
+        scale_to(own_kind && coloc->median_gap_ms > 0 ? coloc->median_gap_ms : coloc->mean_tbt_ms);
       }
     }
     ClusterSpec spec;
@@ -252,6 +312,7 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     if (m.measured_ratio > 0) row["measured_R"] = m.measured_ratio;
     row["mode"] = m.label.empty() ? std::string(ModeName(m.mode)) : m.label;
     row["output_tokens"] = m.output_tokens;
+    row["rep"] = m.rep;
     row["options"] = m.options;
     row["simulated_mode"] = sim["mode"];
     row["selection_stats"] = spec.stats.name;
@@ -288,6 +349,7 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     const bool tbt_is_input = (options.calibration == Calibration::kRecorded && m.mode == Mode::kColocated) ||
                               (options.calibration != Calibration::kPreset &&
                                options.calibration != Calibration::kRecorded && m.mode != Mode::kSmartgen);
+    row["tbt_is_input"] = tbt_is_input;
     if (e_tbt.is_number() && !tbt_is_input) a.tbt.push_back(std::abs(e_tbt.get<double>()));
     if (e_e2e.is_number()) a.e2e.push_back(std::abs(e_e2e.get<double>()));
     if (e_exact.is_number()) a.exact.push_back(std::abs(e_exact.get<double>()));
@@ -310,6 +372,21 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     summary[mode] = {{"ttst", sum(a.ttst)}, {"mean_tbt", sum(a.tbt)}, {"e2e", sum(a.e2e)},
                      {"time_to_exact", sum(a.exact)}};
   }
+  const nlohmann::json points = PointMedians(rows);
+  std::map<std::string, Acc> point_acc;
+  for (const nlohmann::json& p : points) {
+    Acc& a = point_acc[p["mode"].get<std::string>()];
+    const nlohmann::json& e = p["error"];
+    if (e["ttst"].is_number()) a.ttst.push_back(std::abs(e["ttst"].get<double>()));
+    if (e["mean_tbt"].is_number() && !p["tbt_is_input"].get<bool>()) a.tbt.push_back(std::abs(e["mean_tbt"].get<double>()));
+    if (e["e2e"].is_number()) a.e2e.push_back(std::abs(e["e2e"].get<double>()));
+    if (e["time_to_exact"].is_number()) a.exact.push_back(std::abs(e["time_to_exact"].get<double>()));
+  }
+  nlohmann::json point_summary = nlohmann::json::object();
+  for (const auto& [mode, a] : point_acc) {
+    point_summary[mode] = {{"ttst", sum(a.ttst)}, {"mean_tbt", sum(a.tbt)}, {"e2e", sum(a.e2e)},
+                           {"time_to_exact", sum(a.exact)}};
+  }
   return nlohmann::json{
       {"calibration", options.calibration == Calibration::kRecorded ? "recorded"
                       : options.calibration == Calibration::kOwn    ? "own"
@@ -318,7 +395,9 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
       {"cpu", options.cpu.ToString()},
       {"selection_stats", options.replay_selection ? "replay (" + options.stats.name + " elsewhere)" : options.stats.name},
       {"records", rows},
-      {"summary", summary}};
+      {"summary", summary},
+      {"points", points},
+      {"point_summary", point_summary}};
 }
 
 }  // namespace smartgen::sim

@@ -51,6 +51,7 @@ struct MeasuredRecord {
   std::string label;  // the record's mode label (MODE or MODE:nowindow, which sets
                       // options.window_aware false)
   int output_tokens = 64;
+  int rep = 0;  // the repetition of its point (bench ttst --reps), 0 when not recorded
   nlohmann::json options = nlohmann::json::object();  // SmartGen options of the run
   double ttft_ms = 0, ttst_ms = 0, mean_tbt_ms = 0, e2e_ms = 0, bytes_over_full = 0;
   double prefill_ms = 0;       // the request's prefill on the prefill node (0 = not recorded)
@@ -89,6 +90,10 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
 
 // Per record {measured, simulated, relative errors} and a per-mode summary of the absolute
 // relative errors of TTST, mean TBT, e2e and time to exact (mean, max, share within 15 %).
+// Where a point (mode, prompt, R) holds several repetitions, "points" also compares the
+// median measured with the median simulated per point, and "point_summary" summarises those
+// errors per mode like "summary" (one request per point: the two agree). A record takes the
+// colocated decode step of its own repetition where the sweep has one.
 Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
                                 const ValidationOptions& options);
 

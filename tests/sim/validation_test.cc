@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -70,6 +71,68 @@ TEST(SimValidation, RecordedR4PointAgreesWithin15Percent) {
       EXPECT_LE(Err(row, "time_to_exact"), 0.15);
     }
   }
+}
+
+TEST(SimValidation, RepetitionsCompareAsPerPointMedians) {
+  // Three repetitions of the recorded R = 4 point: the SmartGen request measured at 0.5x, 1x
+  // and 3x its TTST, each rep with its own colocated record (rep 1's decode step twice as slow).
+  const std::vector<MeasuredRecord> point = Point(4096, 4);
+  std::vector<MeasuredRecord> records;
+  const double scale[] = {0.5, 1.0, 3.0};
+  for (int rep = 0; rep < 3; ++rep) {
+    for (MeasuredRecord r : point) {
+      if (r.mode != Mode::kColocated && r.mode != Mode::kSmartgen) continue;
+      r.rep = rep;
+      if (r.mode == Mode::kSmartgen) r.ttst_ms *= scale[rep];
+      if (r.mode == Mode::kColocated && rep == 1) r.mean_tbt_ms *= 2.0;
+      records.push_back(r);
+    }
+  }
+  ValidationOptions v;
+  v.cpu = *HardwareByName("cpu");
+  v.stats = *SelectionStatsByName("random-weights-2026-11-30");
+  v.smartgen = *ParseSmartgenSimOptions(LegacyNodeOptions());
+  v.smartgen.first_wait_ms = 15;
+  auto report = Validate(records, v);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const nlohmann::json& rows = (*report)["records"];
+  ASSERT_EQ(rows.size(), 6u);
+  // Each SmartGen rep is simulated on its own rep's colocated step: rep 1's is slower.
+  std::vector<double> sim_tbt;
+  for (const nlohmann::json& row : rows) {
+    if (row["mode"] == "smartgen") sim_tbt.push_back(row["simulated"]["mean_tbt_ms"].get<double>());
+  }
+  ASSERT_EQ(sim_tbt.size(), 3u);
+  EXPECT_GT(sim_tbt[1], sim_tbt[0] + 1.0) << sim_tbt[1] << " vs " << sim_tbt[0];
+  EXPECT_NEAR(sim_tbt[2], sim_tbt[0], 1e-9);
+  // One point per mode, folded over its three reps: the median measured TTST is the
+  // unscaled record's, and the error is that of the medians.
+  const nlohmann::json& points = (*report)["points"];
+  ASSERT_EQ(points.size(), 2u);
+  const MeasuredRecord* smartgen = nullptr;
+  for (const MeasuredRecord& r : point) {
+    if (r.mode == Mode::kSmartgen) smartgen = &r;
+  }
+  ASSERT_NE(smartgen, nullptr);
+  bool seen = false;
+  for (const nlohmann::json& p : points) {
+    EXPECT_EQ(p["n"].get<int>(), 3) << p.dump();
+    if (p["mode"] != "smartgen") continue;
+    seen = true;
+    EXPECT_NEAR(p["measured"]["ttst_ms"].get<double>(), smartgen->ttst_ms, 1e-9);
+    std::vector<double> sim;
+    for (const nlohmann::json& row : rows) {
+      if (row["mode"] == "smartgen") sim.push_back(row["simulated"]["ttst_ms"].get<double>());
+    }
+    std::sort(sim.begin(), sim.end());
+    EXPECT_NEAR(p["simulated"]["ttst_ms"].get<double>(), sim[1], 1e-9);
+    EXPECT_NEAR(p["error"]["ttst"].get<double>(), sim[1] / smartgen->ttst_ms - 1.0, 1e-9);
+  }
+  EXPECT_TRUE(seen);
+  // Per record, the 0.5x and 3x requests are far off; per point, one median against another.
+  EXPECT_EQ((*report)["summary"]["smartgen"]["ttst"]["n"].get<int>(), 3);
+  EXPECT_EQ((*report)["point_summary"]["smartgen"]["ttst"]["n"].get<int>(), 1);
+  EXPECT_LT((*report)["summary"]["smartgen"]["ttst"]["within_15pct"].get<double>(), 0.5);
 }
 
 TEST(SimValidation, LongOutputAndAblationRunsAgree) {
