@@ -367,11 +367,15 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     return {{"n", v.size()}, {"mean_abs", s / v.size()}, {"max_abs", mx},
             {"within_15pct", static_cast<double>(within) / v.size()}};
   };
-  nlohmann::json summary = nlohmann::json::object();
-  for (const auto& [mode, a] : acc) {
-    summary[mode] = {{"ttst", sum(a.ttst)}, {"mean_tbt", sum(a.tbt)}, {"e2e", sum(a.e2e)},
-                     {"time_to_exact", sum(a.exact)}};
-  }
+  auto summarise = [&](const std::map<std::string, Acc>& by_mode) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [mode, a] : by_mode) {
+      out[mode] = {{"ttst", sum(a.ttst)}, {"mean_tbt", sum(a.tbt)}, {"e2e", sum(a.e2e)},
+                   {"time_to_exact", sum(a.exact)}};
+    }
+    return out;
+  };
+  const nlohmann::json summary = summarise(acc);
   const nlohmann::json points = PointMedians(rows);
   std::map<std::string, Acc> point_acc;
   for (const nlohmann::json& p : points) {
@@ -382,11 +386,7 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     if (e["e2e"].is_number()) a.e2e.push_back(std::abs(e["e2e"].get<double>()));
     if (e["time_to_exact"].is_number()) a.exact.push_back(std::abs(e["time_to_exact"].get<double>()));
   }
-  nlohmann::json point_summary = nlohmann::json::object();
-  for (const auto& [mode, a] : point_acc) {
-    point_summary[mode] = {{"ttst", sum(a.ttst)}, {"mean_tbt", sum(a.tbt)}, {"e2e", sum(a.e2e)},
-                           {"time_to_exact", sum(a.exact)}};
-  }
+  const nlohmann::json point_summary = summarise(point_acc);
   return nlohmann::json{
       {"calibration", options.calibration == Calibration::kRecorded ? "recorded"
                       : options.calibration == Calibration::kOwn    ? "own"
