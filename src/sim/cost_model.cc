@@ -50,6 +50,17 @@ Seconds CostModel::DecodeAttention(double attended_tokens) const {
   return kv_bytes / hw_.decode_bytes_per_s();
 }
 
+CostModel::LayerPhases CostModel::DecodeLayerPhases(int batch, double attended_tokens) const {
+  const Seconds linear = DecodeLayer(batch, 0);
+  const double params = shape_.LayerParams();
+  const double qkv_params = static_cast<double>(shape_.n_embd) * (shape_.q_dim() + 2.0 * shape_.kv_dim());
+  LayerPhases p;
+  p.qkv = params > 0 ? linear * qkv_params / params : 0.0;
+  p.attention = std::max(0.0, DecodeLayer(batch, attended_tokens) - linear);
+  p.rest = linear - p.qkv;
+  return p;
+}
+
 Seconds CostModel::DecodeOutput(int batch) const {
   return Roofline(shape_.OutputFlopsPerToken() * batch, shape_.OutputWeightBytes());
 }

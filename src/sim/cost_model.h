@@ -46,6 +46,14 @@ class CostModel {
   // The attention part of it: reading `attended_tokens` keys' K/V (Hardware::
   // attention_bytes_per_s, else at the decode rate).
   Seconds DecodeAttention(double attended_tokens) const;
+  // DecodeLayer in the order the node runs it: the QKV projection (`qkv`), attention, then the
+  // output projection and FFN (`rest`); the three add up to DecodeLayer. A SmartGen layer asks
+  // for its missing blocks after the QKV projection and waits for them after local attention
+  // (node/decode/smartgen_session.cc), so only attention overlaps the fetch.
+  struct LayerPhases {
+    Seconds qkv = 0, attention = 0, rest = 0;
+  };
+  LayerPhases DecodeLayerPhases(int batch, double attended_tokens) const;
   // Output head of one step for `batch` sequences.
   Seconds DecodeOutput(int batch) const;
   // A whole dense step for `batch` sequences of `context` tokens each (for estimates).

@@ -102,14 +102,15 @@ void DecodeNode::StartStep() {
   StartLayer(0);
 }
 
-void DecodeNode::Fetch(SimRequest* r, int layer, double blocks) {
+void DecodeNode::Fetch(SimRequest* r, int layer, double blocks, Seconds delay) {
   if (blocks <= 0) return;
   r->kv->Requested(layer, blocks);
   const double bytes = blocks * r->block_bytes;
   r->bytes[static_cast<int>(Path::kOnDemand)] += bytes;
   Link* link = r->link;
-  // The request crosses to the prefill node (one way), the blocks come back on the link.
-  queue_->After(link->config().latency_s, [this, r, layer, blocks, bytes, link] {
+  // The request leaves `delay` from now, crosses to the prefill node (one way), the blocks come
+  // back on the link.
+  queue_->After(delay + link->config().latency_s, [this, r, layer, blocks, bytes, link] {
     if (r->finished()) {  // the request ended before its pull reached the prefill node
       r->bytes[static_cast<int>(Path::kOnDemand)] -= bytes;
       return;
@@ -123,14 +124,14 @@ void DecodeNode::Fetch(SimRequest* r, int layer, double blocks) {
   });
 }
 
-void DecodeNode::MispredictFetch(SimRequest* r, int layer, double blocks) {
+void DecodeNode::MispredictFetch(SimRequest* r, int layer, double blocks, Seconds delay) {
   blocks = r->kv->Mispredicted(layer, blocks);
   if (blocks <= 0) return;
   r->mispredicted += blocks;
   const double bytes = blocks * r->block_bytes;
   r->bytes[static_cast<int>(Path::kOnDemand)] += bytes;
   Link* link = r->link;
-  queue_->After(link->config().latency_s, [this, r, layer, blocks, bytes, link] {
+  queue_->After(delay + link->config().latency_s, [this, r, layer, blocks, bytes, link] {
     if (r->finished()) {
       r->bytes[static_cast<int>(Path::kOnDemand)] -= bytes;
       return;
@@ -154,6 +155,8 @@ void DecodeNode::StartLayer(int layer) {
   double attended = 0;
   Seconds select_cost = 0;
   Seconds bound = 0;  // the longest wait any member's session allows this layer
+  // Fetches leave after the QKV projection and the member's scoring (as on the node).
+  const Seconds qkv = cost_->DecodeLayerPhases(static_cast<int>(members_.size()), 0).qkv;
   for (std::size_t i = 0; i < members_.size(); ++i) {
     SimRequest* r = members_[i].r;
     const std::int64_t ctx = r->prompt_tokens + r->decode_steps;
@@ -170,8 +173,11 @@ void DecodeNode::StartLayer(int layer) {
     const double blocks = o.attend_present ? std::max(r->kv->present(layer), d.selected - d.absent) : d.selected;
     const double local_tokens = blocks / s.n_kv_heads * options_->block_tokens + r->decode_steps;
     attended += local_tokens;
-    select_cost +=
-        cost_->SelectCost(r->kv->n_prompt_blocks()) + cost_->hardware().selective_layer_s;
+    // The request leaves once the member's scores are in; its block lists and bookkeeping
+    // (selective_layer_s) follow while the blocks are on the way.
+    select_cost += cost_->SelectCost(r->kv->n_prompt_blocks());
+    const Seconds asked_at = qkv + select_cost;
+    select_cost += cost_->hardware().selective_layer_s;
     r->selected_blocks += d.selected;
     if (!o.fetch_on_demand) {
       r->absent_at_deadline += d.absent;
@@ -180,7 +186,7 @@ void DecodeNode::StartLayer(int layer) {
     // The node's fetch cap: what the link brings in about two steps, per layer.
     const double cap = static_cast<double>(select::FetchCapBlocks(
         o, r->link->bytes_per_second(), r->step_ms, r->block_bytes, s.n_layers));
-    Fetch(r, layer, std::min(r->kv->wanted(layer), cap));
+    Fetch(r, layer, std::min(r->kv->wanted(layer), cap), asked_at);
     // Layer l+1's guess (select::UsePrediction, as the node): scored only while unchecked,
     // requested while it pays.
     const select::PredictionUse use = select::UsePrediction(
@@ -198,8 +204,8 @@ void DecodeNode::StartLayer(int layer) {
         predicted_[i][layer + 1] = next;
         const double asked = std::min(cap, guessed);
         const double hits = std::min(next.to_fetch, asked * stats_->predictor_hit);
-        Fetch(r, layer + 1, hits);
-        MispredictFetch(r, layer + 1, asked * (1.0 - stats_->predictor_hit));
+        Fetch(r, layer + 1, hits, asked_at);
+        MispredictFetch(r, layer + 1, asked * (1.0 - stats_->predictor_hit), asked_at);
         r->predicted_asked += asked;
       }
     }
@@ -212,9 +218,12 @@ void DecodeNode::StartLayer(int layer) {
     }
     bound = std::max(bound, b);
   }
-  const Seconds compute =
-      cost_->DecodeLayer(static_cast<int>(members_.size()), attended) + select_cost;
+  // The layer waits for its fetches after QKV, selection and local attention; the output
+  // projection and FFN follow the wait.
+  const CostModel::LayerPhases phases = cost_->DecodeLayerPhases(static_cast<int>(members_.size()), attended);
+  const Seconds compute = phases.qkv + select_cost + phases.attention;
   layer_compute_ = compute;
+  layer_rest_ = phases.rest;
   const std::uint64_t id = layer_id_;
   queue_->After(compute, [this, id] {
     if (id != layer_id_) return;
@@ -258,10 +267,10 @@ void DecodeNode::FinishLayer() {
     if (m.selective && m.r->kv->selective(layer)) m.r->absent_at_deadline += m.r->kv->in_flight(layer);
   }
   if (layer + 1 < cost_->shape().n_layers) {
-    StartLayer(layer + 1);
+    queue_->After(layer_rest_, [this, layer] { StartLayer(layer + 1); });
     return;
   }
-  queue_->After(step_extra_, [this] { EndStep(); });
+  queue_->After(layer_rest_ + step_extra_, [this] { EndStep(); });
 }
 
 void DecodeNode::EndStep() {

@@ -66,9 +66,9 @@ class DecodeNode {
   void Kick();
   void StartStep();
   void StartLayer(int layer);
-  void Fetch(SimRequest* r, int layer, double blocks);
+  void Fetch(SimRequest* r, int layer, double blocks, Seconds delay);
   // A prediction's wrong blocks: fetched on demand, land as never-selected present blocks.
-  void MispredictFetch(SimRequest* r, int layer, double blocks);
+  void MispredictFetch(SimRequest* r, int layer, double blocks, Seconds delay);
   bool Awaiting(int layer) const;  // a member's requested blocks of `layer` are in flight
   void TryFinishLayer();
   void FinishLayer();
@@ -95,7 +95,8 @@ class DecodeNode {
   bool layer_open_ = false;  // a layer runs (false from its end until the next starts)
   bool compute_done_ = false, deadline_passed_ = false;
   Seconds step_start_ = 0, step_stall_ = 0;      // the running step's start and link waits
-  Seconds layer_start_ = 0, layer_compute_ = 0;  // the running layer's
+  Seconds layer_start_ = 0, layer_compute_ = 0;  // the running layer's (compute: up to its wait)
+  Seconds layer_rest_ = 0;                        // its output projection and FFN, after the wait
 };
 
 }  // namespace smartgen::sim

@@ -21,6 +21,11 @@ double SelectionStats::FirstStepPresent(double p) const {
   return 1.0 - std::pow(1.0 - p, std::max(1.0, first_step_lift));
 }
 
+double SelectionStats::Absent(int step) const {
+  if (step < 1 || static_cast<std::size_t>(step - 1) >= absent_per_step.size()) return -1;
+  return absent_per_step[static_cast<std::size_t>(step - 1)];
+}
+
 std::span<const std::string_view> SelectionStatsNames() { return kSelectionNames; }
 
 Result<SelectionStats> SelectionStatsFromRecord(const nlohmann::json& record, const SelectionStats& base) {
@@ -52,12 +57,12 @@ Result<SelectionStats> SelectionStatsFromRecord(const nlohmann::json& record, co
     s.first_step_blocks = record["first_step_blocks"].get<double>();
     any = true;
   }
-  if (record.contains("on_demand_ratio_per_step") &&
-      record["on_demand_ratio_per_step"].is_array() &&
-      !record["on_demand_ratio_per_step"].empty() &&
-      record["on_demand_ratio_per_step"][0].is_number()) {
-    s.step1_absent = record["on_demand_ratio_per_step"][0].get<double>();
-    any = true;
+  if (record.contains("on_demand_ratio_per_step") && record["on_demand_ratio_per_step"].is_array()) {
+    for (const auto& v : record["on_demand_ratio_per_step"]) {
+      if (!v.is_number()) return InvalidArgument("on_demand_ratio_per_step holds a non-number");
+      s.absent_per_step.push_back(std::clamp(v.get<double>(), 0.0, 1.0));
+    }
+    any = any || !s.absent_per_step.empty();
   }
   if (!any) return NotFound("the record has no selection statistics");
   s.name = "replay";

@@ -22,7 +22,8 @@
 // (selection_churn 0.004-0.0065 per step, next-layer predictor hit 0.06-0.14). "trained" is
 // an assumption for models with trained weights (predictor hit 0.74 as measured on
 // stories260K). Replay: SelectionStatsFromRecord takes a bench ttst record's own per-step
-// churn and predictor hit rate (selection_churn_per_step, prediction_hit_rate).
+// churn, absent share and predictor hit rate (selection_fresh_per_step,
+// on_demand_ratio_per_step, prediction_hit_rate).
 //
 // Thread-safety: plain data.
 #pragma once
@@ -48,22 +49,25 @@ struct SelectionStats {
   std::vector<double> churn_per_step;
   // Replayed: how many blocks the prefill node's first step pushed (-1: the model decides).
   double first_step_blocks = -1;
-  // Replayed: the share of step 1's selection that was not on the decode node (the record's
-  // on_demand_ratio_per_step[0]; -1: the lift model decides).
-  double step1_absent = -1;
+  // Replayed: the share of each step's selection that was not on the decode node (the
+  // record's on_demand_ratio_per_step, index step - 1); beyond it the model decides (step 1:
+  // the lift, later steps: the present share).
+  std::vector<double> absent_per_step;
   std::string source;
 
   // Share of the score-selected blocks that are new at decode step `step` (1 = token 2).
   double Churn(int step) const;
   // Probability that a block selected at step 1 is present when a share p of the candidates is.
   double FirstStepPresent(double p) const;
+  // The recorded absent share of step `step`'s selection, or -1 where none was recorded.
+  double Absent(int step) const;
 };
 
 Result<SelectionStats> SelectionStatsByName(std::string_view name);
 // `base` with what a bench ttst record measured: selection_churn_per_step (replayed step by
 // step), selection_churn (the churn after the recorded steps), prediction_hit_rate,
 // first_step_blocks (the prefill node's prefill_stats.smartgen.first_step_blocks),
-// on_demand_ratio_per_step (its first entry: step 1's absent share).
+// on_demand_ratio_per_step (each step's absent share).
 // kNotFound when the record has none of them.
 Result<SelectionStats> SelectionStatsFromRecord(const nlohmann::json& record, const SelectionStats& base);
 std::span<const std::string_view> SelectionStatsNames();

@@ -52,12 +52,11 @@ LayerDemand SmartgenKv::Select(int layer, int step, const SelectionStats& stats)
   double fresh_absent = 0;
   if (fresh > 0 && s.never > 0) {
     const double p = s.never_present / s.never;
-    // Step 1: the lift model on the whole selection, with the proactive share at its start (or
-    // the recorded share of the selection that was absent).
+    // Step 1: the lift model on the whole selection, with the proactive share at its start.
     double present = step <= 1 ? std::min(fresh, s.k * stats.FirstStepPresent(s.p0)) : fresh * p;
-    if (step <= 1 && stats.step1_absent >= 0) {
-      present =
-          std::max(0.0, fresh - std::max(0.0, d.selected * stats.step1_absent - repeat_absent));
+    // Replayed: the recorded share of the step's selection that was absent.
+    if (const double absent = stats.Absent(step); absent >= 0) {
+      present = std::max(0.0, fresh - std::max(0.0, d.selected * absent - repeat_absent));
     }
     const double present_taken = std::min(present, s.never_present);
     fresh_absent = fresh - present_taken;

@@ -91,6 +91,7 @@ json RequestFields(const json& s) {
                         "on_demand_ratio",
                         "on_demand_ratio_per_step",
                         "layer_stall_ms",
+                        "stall_ms_per_step",
                         "kv_ready_ms",
                         "recomputed_locally",
                         "auto",

@@ -151,6 +151,38 @@ TEST(SimModes, BoundedWaitKeepsStepsWithinTheNodesBoundAndLeavesLateBlocksOut) {
   EXPECT_GT(b["present_share"].get<double>(), 0.5);
 }
 
+TEST(SimModes, AFetchOverlapsOnlyTheLayersAttentionNotItsWeightProducts) {
+  // As on the node (node/decode/smartgen_session.cc): a layer asks for its missing blocks after
+  // the QKV projection and scoring, waits after local attention, and runs the output
+  // projection and FFN after the wait. With fetches far longer than a layer (2 ms one way),
+  // a slower decode node then adds its whole weight-product time to token 2, not only the
+  // output head's.
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1, 0.002);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 8);
+  spec.options.smartgen.first_step = false;
+  spec.options.smartgen.speculative = false;
+  spec.options.smartgen.predict_next = false;
+  spec.options.smartgen.wait_bound_ms = kWaitUntilLandedMs;
+  const SimResult fast = RunOne(spec, kPrompt, 2);
+  const CostModel cf(spec.decode_hw, spec.model);
+  spec.decode_hw.mem_bytes_per_s /= 2;
+  const SimResult slow = RunOne(spec, kPrompt, 2);
+  const CostModel cs(spec.decode_hw, spec.model);
+  double linear = cs.DecodeOutput(1) - cf.DecodeOutput(1);
+  for (int l = 0; l < spec.model.n_layers; ++l) {
+    const CostModel::LayerPhases a = cf.DecodeLayerPhases(1, 0), b = cs.DecodeLayerPhases(1, 0);
+    linear += (b.qkv + b.rest) - (a.qkv + a.rest);
+  }
+  ASSERT_GT(fast.requests[0]->stall_s, 0.02);  // every layer waited on the link
+  EXPECT_NEAR(Ttst(*slow.requests[0]) - Ttst(*fast.requests[0]), linear, 0.05 * linear);
+  // The phases add up to the layer.
+  const CostModel::LayerPhases p = cf.DecodeLayerPhases(1, 3000);
+  EXPECT_NEAR(p.qkv + p.attention + p.rest, cf.DecodeLayer(1, 3000), 1e-15);
+  EXPECT_NEAR(p.attention, cf.DecodeAttention(3000), 1e-12);
+  const ModelShape& m = spec.model;
+  EXPECT_NEAR(p.qkv / (p.qkv + p.rest), m.n_embd * (m.q_dim() + 2.0 * m.kv_dim()) / m.LayerParams(), 1e-12);
+}
+
 TEST(SimModes, PredictionsAreCheckedBeforeTheyFetchAndTheirMissesLandAsPresentBlocks) {
   ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
   spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);

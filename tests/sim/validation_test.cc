@@ -351,6 +351,55 @@ TEST(SimValidation, ReplaysAKvRetrievalRunAndShowsWhereItsTtstGoes) {
   EXPECT_EQ(smartgen, 2);
 }
 
+TEST(SimValidation, ReplaysThreePointsOfTheZen5SweepPerPoint) {
+  // Three requests per mode at three points of the 2026-12-02 sweep (docs/RESULTS.md,
+  // "Validation on AMD EPYC Zen 5"). Per point, the medians agree within 15 % for every mode
+  // and figure except SmartGen's TTST at 2048 tokens, where the node's first step costs more
+  // than its later ones beyond its waits (first scoring and requests, the speculative stream
+  // starting on the same two cores): the simulator is 5-30 % low there, pinned below.
+  auto records = ReadMeasuredRecords(std::string(SMARTGEN_SOURCE_DIR) +
+                                     "/tests/sim/data/sim_validate_zen5_2026-12-02.jsonl");
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_EQ(records->size(), 36u);
+  auto report = Validate(*records, ReplayOwn());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  // The colocated first steps are 0.0-1.2 ms longer than their median ones: a first-touch
+  // rate far above the preset's 26 GB/s (which overstated colocated TTST by 10-21 % here).
+  EXPECT_GT((*report)["fitted"]["first_touch_bytes_per_s"].get<double>(), 60e9);
+  const nlohmann::json& points = (*report)["points"];
+  ASSERT_EQ(points.size(), 12u);
+  int low = 0;
+  for (const nlohmann::json& p : points) {
+    SCOPED_TRACE(p.dump());
+    EXPECT_EQ(p["n"].get<int>(), 3);
+    EXPECT_LE(Err(p, "mean_tbt"), 0.15);
+    if (p["mode"] != "colocated") EXPECT_LE(Err(p, "e2e"), 0.15);
+    if (p["mode"] == "full" || p["mode"] == "layerwise") EXPECT_LE(Err(p, "time_to_exact"), 0.15);
+    if (p["mode"] == "smartgen" && p["prompt_tokens"] == 2048) {
+      const double e = p["error"]["ttst"].get<double>();
+      EXPECT_LT(e, -0.05);
+      EXPECT_GT(e, -0.30);
+      ++low;
+    } else {
+      EXPECT_LE(Err(p, "ttst"), 0.15);
+    }
+  }
+  EXPECT_EQ(low, 2);
+}
+
+TEST(SimValidation, ReplayTakesEveryStepsRecordedAbsentShare) {
+  nlohmann::json record = {{"on_demand_ratio_per_step", {0.25, 0.0, 0.5}}};
+  auto s = SelectionStatsFromRecord(record, *SelectionStatsByName("random-weights"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_DOUBLE_EQ(s->Absent(1), 0.25);
+  EXPECT_DOUBLE_EQ(s->Absent(2), 0.0);
+  EXPECT_DOUBLE_EQ(s->Absent(3), 0.5);
+  EXPECT_DOUBLE_EQ(s->Absent(4), -1);  // beyond the record: the model decides
+  EXPECT_DOUBLE_EQ(s->Absent(0), -1);
+  record["on_demand_ratio_per_step"] = {0.1, "x"};
+  EXPECT_FALSE(SelectionStatsFromRecord(record, *SelectionStatsByName("random-weights")).ok());
+}
+
 TEST(SimValidation, MalformedRecordsNameTheLine) {
   const std::string path = ::testing::TempDir() + "/bad_records.jsonl";
   FILE* f = std::fopen(path.c_str(), "w");

@@ -190,6 +190,7 @@ class SmartgenSession final : public model::AttentionOverride {
   double step_mass_ = 0, step_present_mass_ = 0;
   std::vector<double> step_present_share_;  // per step (first 64): present share of bound mass
   std::vector<double> step_ratio_;         // on-demand ratio per decode step (first 64)
+  std::vector<double> step_stall_per_step_;  // link waits per decode step, ms (first 64)
   std::vector<double> step_churn_;         // selection churn per decode step (first 64; 1 at step 1)
   std::int64_t churn_scored_ = 0, churn_changed_ = 0;  // selector counts at the last step's end
   kv::BlockSet ever_selected_;         // score-selected by some step (engine thread)

@@ -45,6 +45,7 @@ void SmartgenSession::RecordPresence(int layer, const select::LayerSelection& se
   if (layer == config_.n_layers - 1) {
     if (step_ratio_.size() < 64 && step_selected_ > 0) {
       step_ratio_.push_back(static_cast<double>(step_missing_) / static_cast<double>(step_selected_));
+      step_stall_per_step_.push_back(step_stall_ms_);  // this step's waits, its last layer's included
       step_present_share_.push_back(step_mass_ > 0 ? step_present_mass_ / step_mass_ : 1.0);
       // This step's selection churn: scored blocks its layers had not chosen the step before.
       const std::int64_t scored = selector_.scored_blocks() - churn_scored_;
@@ -89,6 +90,7 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
   j["on_demand_ratio"] = selected_ > 0 ? static_cast<double>(missing_) / static_cast<double>(selected_) : 0.0;
   j["on_demand_ratio_per_step"] = step_ratio_;
   j["layer_stall_ms"] = layer_stall_ms_;
+  j["stall_ms_per_step"] = step_stall_per_step_;
   j["present_mass_share_per_step"] = step_present_share_;
   j["late_blocks"] = late_blocks_;
   j["selection_churn"] = selector_.churn();
