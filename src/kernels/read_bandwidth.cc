@@ -67,32 +67,50 @@ float StreamSum(const float* p, std::size_t n) {
   return StreamSumPortable(p, n);
 }
 
-double MeasureReadBandwidth(core::ThreadPool* pool, std::size_t bytes, int passes) {
-  const std::size_t n_chunks = std::max<std::size_t>(1, bytes / kStreamChunkBytes);
+struct ReadBandwidthProbe::State {
+  std::size_t n_chunks = 0;
+  core::AlignedBuffer<float> buf;
+  std::vector<float> sink;
+};
+
+ReadBandwidthProbe::ReadBandwidthProbe(core::ThreadPool* pool, std::size_t bytes)
+    : pool_(pool), state_(new State) {
+  state_->n_chunks = std::max<std::size_t>(1, bytes / kStreamChunkBytes);
+  state_->buf = core::AlignedBuffer<float>(state_->n_chunks * (kStreamChunkBytes / sizeof(float)));  // zeroed: faulted in
+  state_->sink.assign(state_->n_chunks, 0.0f);
+}
+
+ReadBandwidthProbe::~ReadBandwidthProbe() { delete state_; }
+
+double ReadBandwidthProbe::Sample(int passes) {
   const std::size_t chunk_floats = kStreamChunkBytes / sizeof(float);
-  core::AlignedBuffer<float> buf(n_chunks * chunk_floats);  // zeroed: every page faulted in
-  std::vector<float> sink(n_chunks);
+  State& st = *state_;
   auto pass = [&] {
     auto chunk = [&](std::int64_t c) {
-      sink[static_cast<std::size_t>(c)] = StreamSum(buf.data() + c * chunk_floats, chunk_floats);
+      st.sink[static_cast<std::size_t>(c)] = StreamSum(st.buf.data() + c * chunk_floats, chunk_floats);
     };
-    if (pool == nullptr) {
-      for (std::size_t c = 0; c < n_chunks; ++c) chunk(static_cast<std::int64_t>(c));
+    if (pool_ == nullptr) {
+      for (std::size_t c = 0; c < st.n_chunks; ++c) chunk(static_cast<std::int64_t>(c));
     } else {
-      pool->ForEachChunk(static_cast<std::int64_t>(n_chunks), chunk);
+      pool_->ForEachChunk(static_cast<std::int64_t>(st.n_chunks), chunk);
     }
   };
-  pass();
   std::vector<double> rates;
   for (int i = 0; i < std::max(1, passes); ++i) {
     const core::Nanos t0 = core::NowNanos();
     pass();
     const double s = core::ToSeconds(core::NowNanos() - t0);
-    rates.push_back(static_cast<double>(n_chunks * kStreamChunkBytes) / s / 1e9);
+    rates.push_back(static_cast<double>(st.n_chunks * kStreamChunkBytes) / s / 1e9);
   }
   std::sort(rates.begin(), rates.end());
   const std::size_t m = rates.size();
   return m % 2 == 1 ? rates[m / 2] : 0.5 * (rates[m / 2 - 1] + rates[m / 2]);
+}
+
+double MeasureReadBandwidth(core::ThreadPool* pool, std::size_t bytes, int passes) {
+  ReadBandwidthProbe probe(pool, bytes);
+  probe.Sample(1);  // the untimed pass: caches and TLBs as a stream leaves them
+  return probe.Sample(passes);
 }
 
 }  // namespace smartgen::kernels

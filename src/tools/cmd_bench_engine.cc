@@ -4,7 +4,9 @@
 // measured read bandwidth, as a share of that floor), prefill as GFLOP/s (and as a share of a
 // measured GEMM peak, from bench/bench_kernels BM_MatMul). The read bandwidth is given
 // (--mem-gbs) or measured in the same run (--measure-bandwidth: kernels::MeasureReadBandwidth on
-// the engine's threads). Every rate is the median of --reps repetitions, with their spread.
+// the engine's threads, sampled again after each decode rep: each rep's share of the floor is
+// against the samples on either side of it). Every rate is the median of --reps repetitions,
+// with their spread.
 // --batch B1,B2,... adds batched decode (the decode node's continuous batch: one forward step
 // over B single-token sequences, one GEMM per weight) at each --batch-kv context length.
 #include <algorithm>
@@ -228,8 +230,16 @@ Status BenchEngine(const BenchEngineOptions& o) {
   const model::ModelConfig& c = e.model->config();
   const double decode_bytes = DecodeWeightBytes(*e.model);
   const double load_before = LoadAverage();
-  const double mem_gbs =
-      o.measure_bandwidth ? kernels::MeasureReadBandwidth(e.pool.get()) : o.mem_gbs;
+  // --measure-bandwidth samples the rate before the decode reps and after each one: a rep's
+  // share of the floor is taken against the mean of the samples on either side of it.
+  std::unique_ptr<kernels::ReadBandwidthProbe> probe;
+  std::vector<double> bw_samples;
+  if (o.measure_bandwidth) {
+    probe = std::make_unique<kernels::ReadBandwidthProbe>(e.pool.get());
+    probe->Sample(1);  // untimed: the first pass after faulting the buffer in
+    bw_samples.push_back(probe->Sample());
+  }
+  const double mem_gbs = o.measure_bandwidth ? bw_samples[0] : o.mem_gbs;
   if (!o.json) {
     std::fprintf(stderr,
                  "model: %s\nweights: %s, %.1f MB (%.1f MB read per decoded token); cpu: %s; %s; "
@@ -243,7 +253,8 @@ Status BenchEngine(const BenchEngineOptions& o) {
     }
     if (mem_gbs > 0) {
       std::fprintf(stderr, "read bandwidth: %.1f GB/s (%s); decode floor %.1f tok/s\n", mem_gbs,
-                   o.measure_bandwidth ? "measured now, 1 GiB streamed" : "--mem-gbs",
+                   o.measure_bandwidth ? "measured now, 1 GiB streamed; sampled again after each decode rep"
+                                       : "--mem-gbs",
                    mem_gbs * 1e9 / decode_bytes);
     }
   }
@@ -273,10 +284,22 @@ Status BenchEngine(const BenchEngineOptions& o) {
       SG_RETURN_IF_ERROR(e.forward->Run(steps));
     }
     decode_rates.push_back(o.decode_tokens / watch.ElapsedSeconds());
+    if (probe) bw_samples.push_back(probe->Sample());
   }
   const Rates decode = Summarize(decode_rates, o.stat);
   const double decode_gbs = decode.value * decode_bytes / 1e9;
-  const double bw_share = mem_gbs > 0 ? decode_gbs / mem_gbs : 0.0;
+  Rates share{mem_gbs > 0 ? decode_gbs / mem_gbs : 0.0, 0, 0};
+  Rates bandwidth{mem_gbs, mem_gbs, mem_gbs};
+  if (probe) {
+    std::vector<double> shares;
+    for (std::size_t r = 0; r < decode_rates.size(); ++r) {
+      const double floor_gbs = 0.5 * (bw_samples[r] + bw_samples[r + 1]);
+      shares.push_back(decode_rates[r] * decode_bytes / 1e9 / floor_gbs);
+    }
+    share = Summarize(shares, o.stat);
+    bandwidth = Summarize(bw_samples, "median");
+  }
+  const double bw_share = share.value;
 
   for (const std::int64_t n : o.prompt_tokens) {
     if (n <= 0 || n > e.forward->max_context()) {
@@ -307,8 +330,12 @@ Status BenchEngine(const BenchEngineOptions& o) {
       j["decode_weight_mb"] = decode_bytes / 1e6;
       j["decode_gbs"] = decode_gbs;
       if (mem_gbs > 0) {
-        j["mem_gbs"] = mem_gbs;
+        j["mem_gbs"] = bandwidth.value;
         j["decode_share_of_bandwidth_floor"] = bw_share;
+        if (probe) {
+          j["mem_gbs_samples"] = bw_samples;
+          j["decode_share_of_bandwidth_floor_spread"] = RatesJson(share);
+        }
       }
       if (o.gemm_gflops > 0) j["prefill_share_of_gemm_peak"] = gemm_share;
       j["n_decode"] = o.decode_tokens;
@@ -327,9 +354,16 @@ Status BenchEngine(const BenchEngineOptions& o) {
       if (o.gemm_gflops > 0) std::printf(" (%3.0f%% of GEMM peak)", 100 * gemm_share);
       std::printf("   tg%-4d %7.1f tok/s (%.1f-%.1f) %5.1f GB/s", o.decode_tokens, decode.value,
                   decode.min, decode.max, decode_gbs);
-      if (mem_gbs > 0) std::printf(" (%3.0f%% of bandwidth floor)", 100 * bw_share);
-      std::printf("   threads %d   peak RSS %.0f MB   load %.2f\n", o.engine.threads,
-                  core::PeakRssBytes() / 1e6, LoadAverage());
+      if (probe) {
+        std::printf(" (%3.0f%% of bandwidth floor, per rep %.0f-%.0f%%; read %.1f GB/s, %.1f-%.1f)",
+                    100 * bw_share, 100 * share.min, 100 * share.max, bandwidth.value, bandwidth.min,
+                    bandwidth.max);
+      } else if (mem_gbs > 0) {
+        std::printf(" (%3.0f%% of bandwidth floor)", 100 * bw_share);
+      }
+      std::printf("   threads %d   peak RSS %.0f MB%s   load %.2f\n", o.engine.threads,
+                  core::PeakRssBytes() / 1e6, probe ? " (with the 1 GiB bandwidth probe)" : "",
+                  LoadAverage());
     }
     std::fflush(stdout);
   }
