@@ -80,6 +80,11 @@ def summary(title, table):
             if s[k]["n"]:
                 parts.append(f"{k} {s[k]['within_15pct']:.2f} (n {s[k]['n']}, mean |err| {s[k]['mean_abs'] * 100:.0f} %)")
         print(f"  {mode}: " + "; ".join(parts))
+fit = v.get("fitted", {})
+if fit:
+    print("calibration fitted: attention %.1f GB/s of K/V, first touch %.1f GB/s of KV" %
+          (fit.get("attention_bytes_per_s", 0) / 1e9, fit.get("first_touch_bytes_per_s", 0) / 1e9))
+    print()
 summary("within 15 % (share of records; n):", v["summary"])
 if any(p["n"] > 1 for p in v.get("points", [])):
     print()
