@@ -82,8 +82,10 @@ def summary(title, table):
         print(f"  {mode}: " + "; ".join(parts))
 fit = v.get("fitted", {})
 if fit:
-    print("calibration fitted: attention %.1f GB/s of K/V, first touch %.1f GB/s of KV" %
-          (fit.get("attention_bytes_per_s", 0) / 1e9, fit.get("first_touch_bytes_per_s", 0) / 1e9))
+    touch = fit.get("first_touch_bytes_per_s", 0)
+    touch_s = "%.1f GB/s of KV" % (touch / 1e9) if touch > 0 else "none (first steps no longer than the median)"
+    print("calibration fitted: attention %.1f GB/s of K/V, first touch %s" %
+          (fit.get("attention_bytes_per_s", 0) / 1e9, touch_s))
     print()
 summary("within 15 % (share of records; n):", v["summary"])
 if any(p["n"] > 1 for p in v.get("points", [])):
