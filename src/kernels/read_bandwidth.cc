@@ -74,13 +74,13 @@ struct ReadBandwidthProbe::State {
 };
 
 ReadBandwidthProbe::ReadBandwidthProbe(core::ThreadPool* pool, std::size_t bytes)
-    : pool_(pool), state_(new State) {
+    : pool_(pool), state_(std::make_unique<State>()) {
   state_->n_chunks = std::max<std::size_t>(1, bytes / kStreamChunkBytes);
   state_->buf = core::AlignedBuffer<float>(state_->n_chunks * (kStreamChunkBytes / sizeof(float)));  // zeroed: faulted in
   state_->sink.assign(state_->n_chunks, 0.0f);
 }
 
-ReadBandwidthProbe::~ReadBandwidthProbe() { delete state_; }
+ReadBandwidthProbe::~ReadBandwidthProbe() = default;
 
 double ReadBandwidthProbe::Sample(int passes) {
   const std::size_t chunk_floats = kStreamChunkBytes / sizeof(float);

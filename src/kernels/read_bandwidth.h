@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "core/thread_pool.h"
 
@@ -38,7 +39,7 @@ class ReadBandwidthProbe {
  private:
   struct State;
   core::ThreadPool* pool_;
-  State* state_;
+  std::unique_ptr<State> state_;
 };
 
 double MeasureReadBandwidth(core::ThreadPool* pool, std::size_t bytes = std::size_t{1} << 30,
