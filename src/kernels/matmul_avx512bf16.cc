@@ -39,9 +39,9 @@ void MatVecBF16(const void* w, std::size_t row_bytes, std::int64_t cols, const f
     xb[k] = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + k * 32 + 16), _mm512_loadu_ps(x + k * 32));
   }
   const auto* base = static_cast<const std::byte*>(w);
-  std::int64_t r = r0;
-  for (; r + 8 <= r1; r += 8) Rows<8>(base + r * row_bytes, row_bytes, cols, xb, y + r);
-  for (; r < r1; ++r) Rows<1>(base + r * row_bytes, row_bytes, cols, xb, y + r);
+  // One row after another (matmul_simd-inl.h, DotRowSeq): Qwen2.5-0.5B BF16 decoded 1.1-1.2x
+  // faster so than with 8 rows interleaved on an AMD EPYC Zen 5.
+  for (std::int64_t r = r0; r < r1; ++r) Rows<1>(base + r * row_bytes, row_bytes, cols, xb, y + r);
 }
 
 }  // namespace smartgen::kernels::internal::avx512bf16

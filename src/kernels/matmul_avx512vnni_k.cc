@@ -19,7 +19,7 @@ namespace {
 constexpr int kQK = 256;         // elements per super-block
 constexpr int kQ4KBytes = 144;   // d, dmin, scales[12], qs[128]
 constexpr int kQ6KBytes = 210;   // ql[128], qh[64], scales[16], d
-constexpr int kPrefetchRows = 12;  // as the other GEMVs
+constexpr int kPrefetchRows = 12;  // as the other GEMVs, which read rows one after another
 
 float HalfAt(const std::byte* p) {
   std::uint16_t h;
@@ -146,18 +146,14 @@ void MatVecQ4_K(const void* w, std::size_t row_bytes, std::int64_t cols, const A
                 std::int64_t r0, std::int64_t r1) {
   const std::int64_t nsb = cols / kQK;
   const auto* base = static_cast<const std::byte*>(w);
-  std::int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) RowsQ4K<4>(base + r * row_bytes, row_bytes, nsb, x, y + r);
-  for (; r < r1; ++r) RowsQ4K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r);
+  for (std::int64_t r = r0; r < r1; ++r) RowsQ4K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r);
 }
 
 void MatVecQ6_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
                 std::int64_t r0, std::int64_t r1) {
   const std::int64_t nsb = cols / kQK;
   const auto* base = static_cast<const std::byte*>(w);
-  std::int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) RowsQ6K<4>(base + r * row_bytes, row_bytes, nsb, x, y + r);
-  for (; r < r1; ++r) RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r);
+  for (std::int64_t r = r0; r < r1; ++r) RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r);
 }
 
 }  // namespace smartgen::kernels::internal::avx512vnni

@@ -51,7 +51,8 @@ std::int64_t ColsFor(GgmlType type, std::int64_t cols) {
   return (cols + b - 1) / b * b;
 }
 
-// Shapes with odd row counts (tails of every row block) and columns that are multiples of 32;
+// Shapes with odd row counts (tails of every row block) and columns that are multiples of 32
+// (the last, 100, only for the plain types: their scalar column tail);
 // the small batches (n < 16) cover every token group of the plain types' small-batch kernel
 // (4, 2 and 1 tokens) on whole 16-row blocks.
 struct Shape {
@@ -59,7 +60,7 @@ struct Shape {
 };
 const Shape kShapes[] = {{1, 32, 2},    {7, 64, 3},     {17, 96, 5},   {33, 160, 8},
                          {64, 576, 13}, {130, 224, 31}, {45, 1536, 4}, {257, 64, 67},
-                         {48, 96, 6},   {32, 64, 2},    {40, 160, 15}};
+                         {48, 96, 6},   {32, 64, 2},    {40, 160, 15}, {9, 100, 3}};
 
 TEST(MatVec, EveryIsaMatchesReference) {
   std::mt19937 rng(1);
