@@ -183,7 +183,9 @@ void RowDots(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const
   }
 }
 
-constexpr int kVecRows = 8;  // rows per MatVec pass (kVecRows streams share each x load)
+// Rows per step of the exact quantized GEMVs and the small-batch kernel (kVecRows streams share
+// each x load); the plain types' GEMV reads one row at a time (DotRowSeq).
+constexpr int kVecRows = 8;
 
 // A plain type's GEMV reads its rows one after another: one sequential stream per thread, which
 // the hardware prefetcher follows, with a software prefetch kSeqPrefetchBytes ahead of it. On an

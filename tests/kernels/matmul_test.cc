@@ -52,7 +52,7 @@ std::int64_t ColsFor(GgmlType type, std::int64_t cols) {
 }
 
 // Shapes with odd row counts (tails of every row block) and columns that are multiples of 32
-// (the last, 100, only for the plain types: their scalar column tail);
+// (the last, 100, gives the plain types a scalar column tail; ColsFor rounds it up for the rest);
 // the small batches (n < 16) cover every token group of the plain types' small-batch kernel
 // (4, 2 and 1 tokens) on whole 16-row blocks.
 struct Shape {
