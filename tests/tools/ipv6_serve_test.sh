@@ -42,7 +42,7 @@ start router serve router --model "$WORK/model.gguf" --host ::1 --port 0 --prefi
 R=$PORT
 grep -q "KV transfer \[::1\]:" "$WORK/decode.err" || fail "the decode node does not hand out [::1]:port"
 health=$(curl -sS -g --max-time 10 "http://[::1]:$R/health")
-printf '%s' "$health" | grep -q "\"\[::1\]:$D\"" || fail "/health does not list [::1]:$D: $health"
+grep -q "\"\[::1\]:$D\"" <<<"$health" || fail "/health does not list [::1]:$D: $health"
 
 PROMPT=$(/usr/bin/python3 -c 'print(" ".join(["a small model speaks over ipv6"] * 10))')
 stream() {  # MODE: the greedy ids of one streamed completion

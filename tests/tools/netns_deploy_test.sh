@@ -39,7 +39,7 @@ fail() { echo "FAIL: $*" >&2; for f in "$WORK"/*.err; do echo "--- $f" >&2; tail
 # A /24 of 10.232.0.0/16 that no address of this host uses.
 X=$(( TAG % 250 ))
 for _ in $(seq 1 250); do
-  ip -4 -o addr show | grep -q "10\.232\.$X\." || break
+  ip -4 -o addr show | grep "10\.232\.$X\." >/dev/null || break
   X=$(( (X + 1) % 250 ))
 done
 NET4="10.232.$X"

@@ -74,5 +74,7 @@ print(ids)')
 [ "$ids_stream" = "$ids_plain" ] || fail "smartgen stream ids $ids_stream != layerwise ids $ids_plain"
 
 metrics=$(curl -sS --max-time 10 "http://127.0.0.1:$R/metrics")
-printf '%s\n' "$metrics" | grep -q '^smartgen_server_requests_total' || fail "router /metrics has no request counter"
+# A here-string, not a pipe: grep -q exits at its first match, and under pipefail the writer's
+# SIGPIPE on a /metrics page longer than one pipe write would fail the check at random.
+grep -q '^smartgen_server_requests_total' <<<"$metrics" || fail "router /metrics has no request counter"
 echo "ok: prefill $P, decode $D1 and $D2, router $R (from --config); greedy ids $ids_plain"
