@@ -47,7 +47,9 @@ Q8Matrix RandomQ8(std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
   return m;
 }
 
-const std::int64_t kDotShapes[][2] = {{1, 32}, {7, 64}, {33, 96}, {64, 576}, {130, 1536}, {5, 4864}};
+// Blocks per row: 1, 2, 3, 5 and 7 (a group of 4 and a tail), 18, 48 and 152.
+const std::int64_t kDotShapes[][2] = {{1, 32},  {7, 64},     {33, 96},  {3, 160},
+                                      {2, 224}, {64, 576}, {130, 1536}, {5, 4864}};
 
 TEST(FastDotQ8, ScalarTwinIsWithinTheActivationRounding) {
   std::mt19937 rng(3);
