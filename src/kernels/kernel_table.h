@@ -147,6 +147,12 @@ using MatVecActSig = void(const void* w, std::size_t row_bytes, std::int64_t col
                           float* y, std::int64_t r0, std::int64_t r1);
 using MatVecActFn = MatVecActSig*;
 
+// How far ahead the GEMVs that read a matrix's rows one after another (decode: one sequential
+// stream per thread) prefetch their weights, in bytes of that stream, whatever the row length.
+// On an AMD EPYC Zen 5 8 KiB decoded 1-6 % faster than the 2 KiB of the f32 / f16 kernels and
+// the 12 rows (4-60 KiB) of the others, and 4 or 16 KiB no better (docs/RESULTS.md, issue 14).
+inline constexpr std::size_t kGemvPrefetchBytes = 8192;
+
 // The activations of up to kPanelTokens tokens of a decode batch for the batched integer-dot
 // kernels, interleaved so that one 64-byte vector holds 4 values of each of 16 tokens: for
 // 32-value block b and group k < 8 of 4 values, q[(b * 8 + k) * 64 + 4 * t + i] is token t's

@@ -11,8 +11,6 @@
 namespace smartgen::kernels::internal::avx512bf16 {
 namespace {
 
-constexpr int kPrefetchRows = 12;  // as the f32 GEMVs (matmul_simd-inl.h)
-
 template <int R>
 void Rows(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const __m512bh* xb,
           float* y) {
@@ -22,7 +20,7 @@ void Rows(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const __
     const __m512bh xv = xb[k];
     for (int i = 0; i < R; ++i) {
       const std::byte* p = w + i * row_bytes + k * 64;
-      __builtin_prefetch(p + kPrefetchRows * row_bytes, 0, 3);
+      __builtin_prefetch(p + kGemvPrefetchBytes, 0, 3);
       acc[i] = _mm512_dpbf16_ps(acc[i], reinterpret_cast<__m512bh>(_mm512_loadu_si512(p)), xv);
     }
   }

@@ -26,8 +26,7 @@ constexpr int kQ4BlockBytes = 18;   // f16 scale + 16 bytes of nibbles
 constexpr int kQ5BlockBytes = 22;   // f16 scale + 32 high bits + 16 bytes of nibbles
 // A GEMV reads its rows one after another (one sequential stream per thread: on an AMD EPYC
 // Zen 5 Qwen2.5-0.5B decoded 1.1-1.15x faster so than with 8 rows interleaved, Q4_0 1.15x; see
-// matmul_simd-inl.h), prefetching what it reads kPrefetchRows rows later into every cache level.
-constexpr int kPrefetchRows = 12;
+// matmul_simd-inl.h), prefetching what it reads kGemvPrefetchBytes later into every cache level.
 
 float HalfAt(const std::byte* p) {
   std::uint16_t h;
@@ -98,7 +97,7 @@ float RowQ8(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const Ac
   std::int64_t b = 0;
   for (; b + 4 <= nb; b += 4) {
     const std::byte* blk = w + b * kQ8BlockBytes;
-    for (int off = 0; off < 4 * kQ8BlockBytes; off += 64) __builtin_prefetch(blk + kPrefetchRows * row_bytes + off, 0, 3);
+    for (int off = 0; off < 4 * kQ8BlockBytes; off += 64) __builtin_prefetch(blk + kGemvPrefetchBytes + off, 0, 3);
     __m512 s[2];
     GroupScalesQ8(blk, &s[0], &s[1]);
     __m512i dot[2];
@@ -236,7 +235,7 @@ float RowQ4(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const Ac
   std::int64_t b = 0;
   for (; b + 4 <= nb; b += 4) {
     const std::byte* blk = w + b * kBytes;
-    for (int off = 0; off < 4 * kBytes; off += 64) __builtin_prefetch(blk + kPrefetchRows * row_bytes + off, 0, 3);
+    for (int off = 0; off < 4 * kBytes; off += 64) __builtin_prefetch(blk + kGemvPrefetchBytes + off, 0, 3);
     const GroupAct& g = groups[b / 4];
     const __m512i n = GroupNibbles<kFive>(blk);
     __m512i lo = _mm512_and_si512(n, low4);

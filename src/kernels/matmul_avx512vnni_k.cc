@@ -19,7 +19,6 @@ namespace {
 constexpr int kQK = 256;         // elements per super-block
 constexpr int kQ4KBytes = 144;   // d, dmin, scales[12], qs[128]
 constexpr int kQ6KBytes = 210;   // ql[128], qh[64], scales[16], d
-constexpr int kPrefetchRows = 12;  // as the other GEMVs, which read rows one after another
 
 float HalfAt(const std::byte* p) {
   std::uint16_t h;
@@ -27,8 +26,9 @@ float HalfAt(const std::byte* p) {
   return _cvtsh_ss(h);
 }
 
-void Prefetch(const std::byte* blk, std::size_t row_bytes, int bytes) {
-  for (int off = 0; off < bytes; off += 64) __builtin_prefetch(blk + kPrefetchRows * row_bytes + off, 0, 3);
+// The bytes a row-sequential stream reads kGemvPrefetchBytes from now, into every cache level.
+void Prefetch(const std::byte* blk, int bytes) {
+  for (int off = 0; off < bytes; off += 64) __builtin_prefetch(blk + kGemvPrefetchBytes + off, 0, 3);
 }
 
 // The 8 six-bit scales and 8 mins of a Q4_K block (scales at p, 12 bytes; 16 are read) as bytes
@@ -63,7 +63,7 @@ void RowsQ4K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
     for (int g = 0; g < 4; ++g) xq[g] = _mm512_loadu_si512(x.q + b * kQK + 64 * g);
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * kQ4KBytes;
-      Prefetch(blk, row_bytes, kQ4KBytes);
+      Prefetch(blk, kQ4KBytes);
       // Lanes 0-7: (d sc_j) d_x_j; lanes 8-15: (dmin m_j) xsum_j.
       const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(HalfAt(blk)), _mm256_set1_ps(HalfAt(blk + 2)), 1);
       const __m512 f = _mm512_mul_ps(
@@ -112,7 +112,7 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
     }
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * kQ6KBytes;
-      Prefetch(blk, row_bytes, kQ6KBytes);
+      Prefetch(blk, kQ6KBytes);
       const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
       const __m512 s = _mm512_mul_ps(
           _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)), _mm512_set1_ps(HalfAt(blk + 208))), dx);
