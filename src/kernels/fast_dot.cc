@@ -49,6 +49,15 @@ MatVecFn FastDotKernel(const KernelTable& table, gguf::GgmlType type) {
   return nullptr;  // no such instructions on this table: the exact f32 path
 }
 
+MatMulFn FastDotMulKernel(const KernelTable& table, gguf::GgmlType type) {
+  if (!g_fast_dot.load(std::memory_order_relaxed) || type != gguf::GgmlType::kBF16) return nullptr;
+#if defined(SMARTGEN_KERNELS_X86)
+  if (table.isa == Isa::kAvx512 && core::GetCpuFeatures().avx512bf16) return avx512bf16::MatMulBF16;
+#endif
+  if (table.isa == Isa::kScalar) return scalar::MatMulBF16Bf16;
+  return nullptr;
+}
+
 MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, PrepareActFn* prepare) {
   if (!g_fast_dot.load(std::memory_order_relaxed)) return nullptr;
   const int kind = type == gguf::GgmlType::kQ8_0   ? 0
@@ -227,6 +236,12 @@ void MatVecBF16Bf16(const void* w, std::size_t row_bytes, std::int64_t cols, con
     for (std::int64_t k = 0; k < cols; ++k) sum += Bf16ToF32(row[k]) * xr[k];
     y[r] = sum;
   }
+}
+
+void MatMulBF16Bf16(const void* w, std::size_t row_bytes, std::int64_t cols, const float* x,
+                    std::int64_t n, float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  if (n < 32) return MatMulBF16(w, row_bytes, cols, x, n, y, ldy, r0, r1);  // exact, as the kernel's
+  for (std::int64_t t = 0; t < n; ++t) MatVecBF16Bf16(w, row_bytes, cols, x + t * cols, y + t * ldy, r0, r1);
 }
 
 }  // namespace scalar

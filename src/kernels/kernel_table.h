@@ -179,6 +179,7 @@ using MatMulActFn = MatMulActSig*;
 // matmul_avx512bf16.cc, run only when the CPU has those extensions).
 namespace scalar {
 MatVecSig MatVecBF16Bf16;
+MatMulSig MatMulBF16Bf16;  // token by token MatVecBF16Bf16 from 32 tokens, as avx512bf16's
 MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act, MatVecQ4_KAct, MatVecQ6_KAct;
 PrepareActSig PrepareActQ8;
 }  // namespace scalar
@@ -196,9 +197,15 @@ MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act, MatVecQ4_KAct, MatVecQ
 }  // namespace avx2
 namespace avx512bf16 {
 MatVecSig MatVecBF16;
+// From 32 tokens (a prefill, a large decode batch) a packed GEMM; fewer take avx512::MatMulBF16,
+// the exact f32 kernels, whose small-batch path reads each weight row once for all tokens.
+MatMulSig MatMulBF16;
 }
 // The fast-dot MatVec kernel `table` uses for `type` now, or nullptr for the regular one.
 MatVecFn FastDotKernel(const KernelTable& table, gguf::GgmlType type);
+// The fast-dot MatMul kernel (tokens x BF16 weights) `table` uses for `type` now, or nullptr.
+// The BF16 kernels need cols % 32 == 0 (MakeSegment checks).
+MatMulFn FastDotMulKernel(const KernelTable& table, gguf::GgmlType type);
 // The fast-dot kernel on prepared activations `table` uses for `type` now (and, in *prepare,
 // the function that prepares them), or nullptr.
 MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, PrepareActFn* prepare);

@@ -295,7 +295,10 @@ Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* 
                     Epilogue epilogue) {
   const int kind = KindIndex(w.type);
   Segment s{table.mat_vec[kind], table.mat_mul[kind], w.data, w.row_bytes(), w.rows, w.cols, x, y};
-  if (MatVecFn fast = FastDotKernel(table, w.type)) s.vec = fast;
+  // The BF16 kernels read 32 columns per step.
+  const bool whole = w.type != gguf::GgmlType::kBF16 || w.cols % 32 == 0;
+  if (MatVecFn fast = FastDotKernel(table, w.type); fast != nullptr && whole) s.vec = fast;
+  if (MatMulFn fast = FastDotMulKernel(table, w.type); fast != nullptr && whole) s.mul = fast;
   s.vec_act = FastDotActKernel(table, w.type, &s.prepare);
   if (s.vec_act != nullptr) s.mul_act = FastDotBatchKernel(table, w.type);
   s.epilogue = epilogue;

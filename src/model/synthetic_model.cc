@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <vector>
 
 #include <fmt/format.h>
@@ -56,6 +57,12 @@ Status WriteSyntheticModel(const SyntheticModelSpec& o) {
                            gguf::GetTypeInfo(type).name);
   }
   if (o.out.empty()) return InvalidArgument("no output path");
+  // Before the weights are made (seconds for the larger shapes), not when they are written.
+  const std::filesystem::path dir = std::filesystem::path(o.out).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+    return NotFound("output directory '{}' of {} does not exist", dir.string(), o.out);
+  }
 
   gguf::GgufWriter w;
   const std::string arch(p->arch);

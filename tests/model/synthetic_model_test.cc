@@ -53,6 +53,19 @@ TEST(SyntheticModel, TypeNamesParseAndUnknownOnesDoNot) {
   EXPECT_FALSE(ParseSyntheticType("q4", &spec));
 }
 
+TEST(SyntheticModel, AMissingOutputDirectoryIsReportedBeforeAnyWork) {
+  SyntheticModelSpec spec;
+  spec.preset = *FindPreset("tiny");
+  ASSERT_TRUE(ParseSyntheticType("f16", &spec));
+  spec.out = ::testing::TempDir() + "/no_such_dir_for_make_model/m.gguf";
+  const Status s = WriteSyntheticModel(spec);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  EXPECT_NE(s.ToString().find("no_such_dir_for_make_model"), std::string::npos) << s.ToString();
+  // An existing directory is written into as before.
+  spec.out = ::testing::TempDir() + "/synthetic_tiny_dir_ok.gguf";
+  EXPECT_TRUE(WriteSyntheticModel(spec).ok());
+}
+
 TEST(SyntheticModel, Q4KMFollowsLlamaCppsRecipe) {
   // "small": 4 layers, 256-wide rows, tied output. use_more_bits() picks layers 2 and 3.
   auto f = gguf::GgufFile::Open(Write("small", "q4_k_m"));
