@@ -161,14 +161,19 @@ def load_cell(m):
     l = loads.get(m, [])
     return "%.1f-%.1f" % (min(l), max(l)) if l else "-"
 def cell(m, t):
+    # Each side's median over the rounds, and the median of the per-round ratios (ours / theirs
+    # of the same round, measured back to back): on a VM whose bandwidth swings within minutes a
+    # round's pair shares its minute, the two medians need not. With 3+ rounds, their range.
     a, b = val.get((m, t, "smartgen")), val.get((m, t, "llama.cpp"))
     if not a or not b: return "-"
-    x, y = st.median(a), st.median(b)
-    return "%.1f / %.1f (%.2fx)" % (x, y, x / y)
+    ratios = [x / y for x, y in zip(a, b)]
+    spread = "; rounds %.2f-%.2fx" % (min(ratios), max(ratios)) if len(ratios) >= 3 else ""
+    return "%.1f / %.1f (%.2fx%s)" % (st.median(a), st.median(b), st.median(ratios), spread)
 single = [t for t in tests if not t.startswith("b")]
 batched = [t for t in tests if t.startswith("b")]
 lines = ["smartgen vs llama.cpp (%s), %s threads, median of %s alternating rounds, %s UTC, "
-         "load average %s at the start, %s at the end%s. Cells: ours / llama.cpp tok/s (ratio)."
+         "load average %s at the start, %s at the end%s. Cells: ours / llama.cpp tok/s, each the "
+         "median over the rounds (median of the per-round ratios; with 3+ rounds their range)."
          % (rev, threads, rounds, start, l0, l1, (", bench engine " + extra) if extra else ""), ""]
 for group, title in ((single, "model, weights"), (batched, "model, weights (batched decode: tok/s over all sequences, batch@KV)")):
     if not group: continue
