@@ -269,8 +269,8 @@ TEST(ChoicesFaults, ALinkThatDiesBeforeTheKvIsExactIsRecoveredForTheWaitingChoic
 // A measurement, not a check (docs/RESULTS.md): TTST of each choice at the router, n = 1 and
 // n = 3, full and SmartGen (defaults) over an emulated link of SMARTGEN_CHOICES_GBPS Gbit/s
 // (default 0.1), a prompt of 2048 tokens. Prints one JSON line per request.
-//   build-cc/tests/node/node_test --gtest_also_run_disabled_tests \
-//     --gtest_filter='ChoicesTtst.DISABLED_PerChoiceTtst'
+//   build-cc/tests/node/node_test --gtest_also_run_disabled_tests
+//     --gtest_filter='ChoicesTtst.DISABLED_PerChoiceTtst'   (one command line)
 TEST(ChoicesTtst, DISABLED_PerChoiceTtst) {
   const char* env = std::getenv("SMARTGEN_CHOICES_GBPS");
   const double gbps = env ? std::atof(env) : 0.1;
