@@ -87,17 +87,6 @@ class ThreadPool {
     return {begin, begin + base + (t < extra ? 1 : 0)};
   }
 
-  // The chunk that the k-th claim of [0, n) should take so that a pool of nt threads taking
-  // turns runs contiguous ranges: claim k goes to lane k % nt, position k / nt, and lane t is
-  // SplitRange(n, t, nt) (the remainder's claims come last). A bijection of [0, n), so
-  // claiming stays dynamic: a thread that falls behind only makes the ranges less contiguous.
-  // Streaming kernels keep their prefetch and the CPU's running from one chunk to the next.
-  static std::int64_t LaneOrder(std::int64_t k, std::int64_t n, int nt) {
-    const std::int64_t base = n / nt, extra = n % nt;
-    const std::int64_t lane = k < nt * base ? k % nt : k - nt * base;
-    const std::int64_t pos = k < nt * base ? k / nt : base;
-    return lane * base + (lane < extra ? lane : extra) + pos;
-  }
   // How long a thread spins for new work (workers) or for claimed chunks to finish (the
   // caller) before it sleeps: long enough to bridge back-to-back kernels of a forward pass,
   // short enough not to keep a shared core from another process.

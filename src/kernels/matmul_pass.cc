@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/lane_claims.h"
+
 namespace smartgen::kernels::internal {
 namespace {
 
@@ -269,13 +271,15 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
   }
   const std::int64_t token_chunks = CeilDiv(n, chunk_tokens);
 
-  // A single token's rows: every thread a run of neighbouring chunks (core::ThreadPool::LaneOrder).
-  // (Decode at 2 threads on Zen 5: step time 0.85-0.90 of claiming in order on SmolLM2-135M
-  // "Q4_K_M", 0.94-0.96 on Q8_0 and the Qwen2.5-0.5B Q8_0, about 0.98 on F16; docs/RESULTS.md.)
-  const bool lanes = n == 1 && threads > 1;
+  // A single token's rows: every thread a run of neighbouring chunks first (core::LaneClaims).
+  // (Two decode threads on Zen 5: step time 0.89-0.91 of claiming in order on SmolLM2-135M
+  // "Q4_K_M", 0.94-0.96 on its Q8_0, 0.97 on Qwen2.5-0.5B Q8_0, none on F32; docs/RESULTS.md.)
   const std::int64_t n_chunks = row_chunks * token_chunks;
+  const bool use_lanes = n == 1 && threads > 1;
+  core::LaneClaims lanes(use_lanes ? n_chunks : 0, threads);
   auto run_chunk = [&](std::int64_t c) {
-    if (lanes) c = core::ThreadPool::LaneOrder(c, n_chunks, threads);
+    if (use_lanes) c = lanes.Next();
+    if (c < 0) return;  // (not reached: ForEachChunk makes exactly n_chunks calls)
     const std::int64_t rc = c / token_chunks, tc = c % token_chunks;
     int i = 0;
     while (i + 1 < n_segs && segs[i + 1].first_chunk <= rc) ++i;

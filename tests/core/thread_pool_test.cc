@@ -46,32 +46,6 @@ TEST(ThreadPool, SplitRangeIsContiguousAndBalanced) {
   EXPECT_EQ(next, 10);
 }
 
-TEST(ThreadPool, LaneOrderIsAPermutationGivingEachTurnTakerItsSplitRange) {
-  for (int nt = 1; nt <= 5; ++nt) {
-    for (std::int64_t n = 0; n <= 40; ++n) {
-      std::vector<int> hits(n, 0);
-      // Threads taking strict turns: thread k % nt makes claim k (then the remainder's claims,
-      // one per lane, in lane order).
-      std::vector<std::vector<std::int64_t>> got(nt);
-      for (std::int64_t k = 0; k < n; ++k) {
-        const std::int64_t c = ThreadPool::LaneOrder(k, n, nt);
-        ASSERT_GE(c, 0);
-        ASSERT_LT(c, n);
-        ++hits[c];
-        const std::int64_t base = n / nt;
-        got[k < nt * base ? k % nt : k - nt * base].push_back(c);
-      }
-      for (std::int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i], 1) << "nt=" << nt << " n=" << n << " i=" << i;
-      for (int t = 0; t < nt; ++t) {
-        const auto [b, e] = ThreadPool::SplitRange(n, t, nt);
-        std::vector<std::int64_t> want(e - b);
-        std::iota(want.begin(), want.end(), b);
-        EXPECT_EQ(got[t], want) << "nt=" << nt << " n=" << n << " lane " << t;
-      }
-    }
-  }
-}
-
 TEST(ThreadPool, NestedRunExecutesInline) {
   ThreadPool pool(2);
   std::atomic<int> inner{0};

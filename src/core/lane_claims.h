@@ -1,0 +1,75 @@
+// LaneClaims: hands out the chunks [0, n) of one parallel pass so that every thread works
+// through a contiguous lane of them first (ThreadPool::SplitRange(n, lane, lanes)) and then
+// helps with the other lanes, front to back. A streaming kernel then reads neighbouring rows
+// from one chunk to the next (its prefetch and the CPU's keep running), while a thread that is
+// preempted or late still only delays the chunk it holds: the others take the rest of its lane.
+// A thread alone (the other one descheduled by a node's transfer threads) gets 0, 1, 2, ... in
+// order.
+//
+// Use: one LaneClaims per pass, Next() once per chunk call of ThreadPool::ForEachChunk(n, ...),
+// which calls exactly n times: every call then gets a chunk (a claim fails only when all n are
+// taken). Thread-safety: Next() from any threads; the object must outlive the pass.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "core/thread_pool.h"
+
+namespace smartgen::core {
+
+class LaneClaims {
+ public:
+  static constexpr int kMaxLanes = 16;
+
+  LaneClaims(std::int64_t n, int lanes) : id_(NextId()), lanes_(std::clamp(lanes, 1, kMaxLanes)) {
+    for (int l = 0; l < lanes_; ++l) {
+      const auto [begin, end] = ThreadPool::SplitRange(n, l, lanes_);
+      lane_[l].next.store(begin, std::memory_order_relaxed);
+      lane_[l].end = end;
+    }
+  }
+  LaneClaims(const LaneClaims&) = delete;
+  LaneClaims& operator=(const LaneClaims&) = delete;
+
+  // The calling thread's next chunk: the next of its own lane (the first call of a thread in
+  // this pass picks a lane no other thread has), else the next of the following lanes; -1 when
+  // every chunk is taken.
+  std::int64_t Next() {
+    thread_local Mine mine;
+    if (mine.id != id_) {
+      mine.id = id_;
+      mine.lane = assigned_.fetch_add(1, std::memory_order_relaxed) % lanes_;
+    }
+    for (int i = 0; i < lanes_; ++i) {
+      Lane& l = lane_[(mine.lane + i) % lanes_];
+      if (l.next.load(std::memory_order_relaxed) >= l.end) continue;
+      const std::int64_t c = l.next.fetch_add(1, std::memory_order_relaxed);
+      if (c < l.end) return c;
+    }
+    return -1;
+  }
+
+ private:
+  struct Mine {
+    std::uint64_t id = 0;
+    int lane = 0;
+  };
+  struct alignas(64) Lane {
+    std::atomic<std::int64_t> next{0};
+    std::int64_t end = 0;
+  };
+  static std::uint64_t NextId() {
+    static std::atomic<std::uint64_t> ids{0};
+    return ids.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+
+  const std::uint64_t id_;  // tells a thread's cached lane of an earlier pass from this one's
+  const int lanes_;
+  std::atomic<int> assigned_{0};
+  std::array<Lane, kMaxLanes> lane_;
+};
+
+}  // namespace smartgen::core
