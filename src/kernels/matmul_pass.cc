@@ -3,6 +3,7 @@
 #include "kernels/matmul_pass.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "core/lane_claims.h"
@@ -275,10 +276,10 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
   // (Two decode threads on Zen 5: step time 0.89-0.91 of claiming in order on SmolLM2-135M
   // "Q4_K_M", 0.94-0.96 on its Q8_0, 0.97 on Qwen2.5-0.5B Q8_0, none on F32; docs/RESULTS.md.)
   const std::int64_t n_chunks = row_chunks * token_chunks;
-  const bool use_lanes = n == 1 && threads > 1;
-  core::LaneClaims lanes(use_lanes ? n_chunks : 0, threads);
+  std::optional<core::LaneClaims> lanes;
+  if (n == 1 && threads > 1) lanes.emplace(n_chunks, threads);
   auto run_chunk = [&](std::int64_t c) {
-    if (use_lanes) c = lanes.Next();
+    if (lanes) c = lanes->Next();
     if (c < 0) return;  // (not reached: ForEachChunk makes exactly n_chunks calls)
     const std::int64_t rc = c / token_chunks, tc = c % token_chunks;
     int i = 0;
