@@ -34,14 +34,17 @@ class LaneClaims {
   LaneClaims(const LaneClaims&) = delete;
   LaneClaims& operator=(const LaneClaims&) = delete;
 
-  // The calling thread's next chunk: the next of its own lane (the first call of a thread in
-  // this pass picks a lane no other thread has), else the next of the following lanes; -1 when
-  // every chunk is taken.
+  // The calling thread's next chunk: the next of its own lane, else the next of the following
+  // lanes; -1 when every chunk is taken. A thread's lane is its ThreadPool::CurrentLane() (the
+  // pool's caller 0, worker i lane i, so a pass's IdlePrefetch plan knows which thread reads
+  // which lane); a thread outside a pool pass takes a lane no other such thread has, by arrival.
   std::int64_t Next() {
     thread_local Mine mine;
     if (mine.id != id_) {
       mine.id = id_;
-      mine.lane = assigned_.fetch_add(1, std::memory_order_relaxed) % lanes_;
+      const int pool_lane = ThreadPool::CurrentLane();
+      mine.lane = pool_lane >= 0 ? pool_lane % lanes_
+                                 : assigned_.fetch_add(1, std::memory_order_relaxed) % lanes_;
     }
     for (int i = 0; i < lanes_; ++i) {
       Lane& l = lane_[(mine.lane + i) % lanes_];

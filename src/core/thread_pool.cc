@@ -11,6 +11,10 @@ namespace smartgen::core {
 namespace {
 
 thread_local bool t_inside_job = false;
+thread_local int t_lane = -1;  // ThreadPool::CurrentLane()
+
+// How much a waiting thread prefetches between two looks at whether its pass is done.
+constexpr std::size_t kIdlePrefetchStep = 1024;
 
 inline void CpuRelax() {
 #if defined(__x86_64__)
@@ -43,7 +47,7 @@ constexpr std::uint32_t NextOf(std::uint64_t s) { return static_cast<std::uint32
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
   workers_.reserve(n_threads_ - 1);
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -55,18 +59,20 @@ ThreadPool::~ThreadPool() {
 
 bool ThreadPool::InlineOnly() const { return n_threads_ == 1 || t_inside_job; }
 
+int ThreadPool::CurrentLane() { return t_lane; }
+
 std::int64_t ThreadPool::ChunkCount(std::int64_t n, std::int64_t grain) const {
   if (InlineOnly() || n <= 0) return 1;
   const std::int64_t by_grain = n / std::max<std::int64_t>(grain, 1);
   return std::clamp<std::int64_t>(by_grain, 1, std::int64_t{n_threads_} * kChunksPerThread);
 }
 
-void ThreadPool::RunChunks(ChunkFn fn, void* ctx, std::int64_t n_chunks) {
+void ThreadPool::RunChunks(ChunkFn fn, void* ctx, std::int64_t n_chunks, const IdlePrefetch* idle) {
   if (n_chunks <= 0) return;
   if (n_chunks > 1 && !InlineOnly()) {
     for (std::int64_t first = 0; first < n_chunks; first += kMaxJobChunks) {
       const auto n = static_cast<std::uint32_t>(std::min<std::int64_t>(kMaxJobChunks, n_chunks - first));
-      if (!TryRunJob(fn, ctx, first, n)) {
+      if (!TryRunJob(fn, ctx, first, n, idle)) {
         // Another caller holds the pool: do the rest here rather than wait for it.
         const bool outer = t_inside_job;
         t_inside_job = true;
@@ -98,12 +104,21 @@ bool ThreadPool::Claim(std::uint32_t gen, std::uint32_t* chunk, std::uint32_t* n
   }
 }
 
-bool ThreadPool::TryRunJob(ChunkFn fn, void* ctx, std::int64_t first, std::uint32_t n) {
+bool ThreadPool::TryRunJob(ChunkFn fn, void* ctx, std::int64_t first, std::uint32_t n,
+                           const IdlePrefetch* idle) {
   std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return false;
   job_fn_ = fn;
   job_ctx_ = ctx;
   job_first_ = first;
+  for (int l = 0; l < std::min(n_threads_, IdlePrefetch::kMaxLanes); ++l) {
+    const int ranges = idle == nullptr ? 0 : idle->n_ranges[l];
+    for (int r = 0; r < ranges; ++r) {
+      idle_[l][r].p.store(idle->ranges[l][r].p, std::memory_order_relaxed);
+      idle_[l][r].bytes.store(idle->ranges[l][r].bytes, std::memory_order_relaxed);
+    }
+    idle_ranges_[l].store(ranges, std::memory_order_relaxed);
+  }
   const std::uint32_t gen = ++generation_;
   done_.store(0, std::memory_order_relaxed);
   state_.store(Pack(gen, n, 0), std::memory_order_release);
@@ -111,15 +126,18 @@ bool ThreadPool::TryRunJob(ChunkFn fn, void* ctx, std::int64_t first, std::uint3
   wake_.notify_all();  // a futex wake only when some worker sleeps
 
   t_inside_job = true;
+  t_lane = 0;
   std::uint32_t mine = 0, chunk = 0, count = 0;
   while (Claim(gen, &chunk, &count)) {
     fn(ctx, first + chunk);
     ++mine;
   }
   t_inside_job = false;
+  t_lane = -1;
 
-  // Every chunk is claimed; wait only for those a worker is running now.
+  // Every chunk is claimed; wait only for those a worker is running now, reading ahead meanwhile.
   std::uint32_t done = done_.fetch_add(mine, std::memory_order_acq_rel) + mine;
+  if (done != n) PrefetchWhileWaiting(0, gen, n);
   if (done != n && !SpinUntil([&] { return done_.load(std::memory_order_acquire) == n; })) {
     for (done = done_.load(std::memory_order_acquire); done != n;
          done = done_.load(std::memory_order_acquire)) {
@@ -129,7 +147,25 @@ bool ThreadPool::TryRunJob(ChunkFn fn, void* ctx, std::int64_t first, std::uint3
   return true;
 }
 
-void ThreadPool::WorkerLoop() {
+void ThreadPool::PrefetchWhileWaiting(int lane, std::uint32_t gen, std::uint32_t n) {
+  if (lane >= IdlePrefetch::kMaxLanes) return;
+  const auto unfinished = [&] {
+    return done_.load(std::memory_order_acquire) != n &&
+           GenOf(state_.load(std::memory_order_acquire)) == gen;
+  };
+  const int ranges = idle_ranges_[lane].load(std::memory_order_relaxed);
+  for (int r = 0; r < ranges; ++r) {
+    const std::byte* p = idle_[lane][r].p.load(std::memory_order_relaxed);
+    const std::size_t bytes = idle_[lane][r].bytes.load(std::memory_order_relaxed);
+    for (std::size_t at = 0; at < bytes; at += kIdlePrefetchStep) {
+      if (!unfinished()) return;
+      const std::size_t end = std::min(bytes, at + kIdlePrefetchStep);
+      for (std::size_t o = at; o < end; o += 64) __builtin_prefetch(p + o, 0, 3);
+    }
+  }
+}
+
+void ThreadPool::WorkerLoop(int lane) {
   std::uint32_t seen = 0;
   while (true) {
     if (!SpinUntil([&] { return wake_.load(std::memory_order_acquire) != seen; })) {
@@ -140,6 +176,7 @@ void ThreadPool::WorkerLoop() {
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
     t_inside_job = true;
+    t_lane = lane;
     std::uint32_t chunk = 0, n = 0;
     while (Claim(gen, &chunk, &n)) {
       // The claim keeps the job (and so job_fn_ / job_ctx_) alive until done_ counts it.
@@ -147,6 +184,10 @@ void ThreadPool::WorkerLoop() {
       if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) done_.notify_all();
     }
     t_inside_job = false;
+    t_lane = -1;
+    // n is the job's chunk count once this thread claimed one (a worker that came too late for
+    // any has nothing to wait for).
+    if (n > 0) PrefetchWhileWaiting(lane, gen, n);
   }
 }
 

@@ -8,6 +8,10 @@
 // for a bounded time (kSpinMicros) after their last chunk, then sleep on a futex
 // (std::atomic::wait), so an idle pool costs no CPU.
 //
+// A pass may come with an IdlePrefetch plan (idle_prefetch.h): a thread that finds no chunk left
+// to claim prefetches its lane's ranges, a KiB at a time, until the pass is done. The caller runs
+// lane 0, worker i lane i (CurrentLane()).
+//
 // Thread-safety: every entry point may be called from any thread. A call made while another
 // thread holds the pool, or from inside a chunk (nested parallelism), runs its chunks inline
 // on the calling thread (Run then calls fn(0, 1)), so no caller ever blocks on the pool.
@@ -20,6 +24,8 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "core/idle_prefetch.h"
 
 namespace smartgen::core {
 
@@ -36,12 +42,18 @@ class ThreadPool {
   // Calls fn(chunk) exactly once for each chunk in [0, n_chunks), in any order and on any
   // threads (several chunks may run on one thread, the caller's included); returns when all
   // have returned. Chunks are claimed in increasing order, so put the longest first.
+  // `idle` (optional, copied): what each lane prefetches once it has no chunk left.
   template <typename Fn>
-  void ForEachChunk(std::int64_t n_chunks, Fn&& fn) {
+  void ForEachChunk(std::int64_t n_chunks, Fn&& fn, const IdlePrefetch* idle = nullptr) {
     using F = std::remove_reference_t<Fn>;
     RunChunks([](void* ctx, std::int64_t c) { (*static_cast<F*>(ctx))(c); },
-              const_cast<void*>(static_cast<const void*>(&fn)), n_chunks);
+              const_cast<void*>(static_cast<const void*>(&fn)), n_chunks, idle);
   }
+
+  // The calling thread's lane in the pass it is running chunks of: 0 for the caller, i for
+  // worker i; -1 on a thread that is not running a pass of a pool with several threads (a pass
+  // run inline included).
+  static int CurrentLane();
 
   // Calls fn(share, n_shares) exactly once for each share in [0, size()), shares claimed like
   // ForEachChunk's chunks (a share is not tied to a thread: the caller may run several);
@@ -96,12 +108,15 @@ class ThreadPool {
   using ChunkFn = void (*)(void* ctx, std::int64_t chunk);
   // Whether a call from this thread now would run inline (nested call or one-thread pool).
   bool InlineOnly() const;
-  void RunChunks(ChunkFn fn, void* ctx, std::int64_t n_chunks);
+  void RunChunks(ChunkFn fn, void* ctx, std::int64_t n_chunks, const IdlePrefetch* idle);
   // One job of at most kMaxJobChunks chunks; returns false if the pool was busy (nothing run).
-  bool TryRunJob(ChunkFn fn, void* ctx, std::int64_t first, std::uint32_t n);
+  bool TryRunJob(ChunkFn fn, void* ctx, std::int64_t first, std::uint32_t n,
+                 const IdlePrefetch* idle);
+  // Prefetches `lane`'s planned ranges while job `gen` of n chunks is unfinished.
+  void PrefetchWhileWaiting(int lane, std::uint32_t gen, std::uint32_t n);
   // Claims the next chunk of job `gen`: its index and the job's chunk count, or false.
   bool Claim(std::uint32_t gen, std::uint32_t* chunk, std::uint32_t* n);
-  void WorkerLoop();
+  void WorkerLoop(int lane);
 
   // The job state word: generation (32 bits) | chunk count (16) | next unclaimed chunk (16).
   static constexpr std::uint32_t kMaxJobChunks = 0xffff;
@@ -120,6 +135,17 @@ class ThreadPool {
   std::atomic<std::uint32_t> done_{0};        // chunks of the current job finished
   std::atomic<std::uint32_t> wake_{0};        // futex word: the latest generation
   std::atomic<bool> stop_{false};
+
+  // The current job's IdlePrefetch, per lane: written by the caller under run_mutex_ before
+  // state_ publishes the job. Atomics, because a worker still waiting on the previous job may
+  // read them while they change: it then prefetches a wrong range, which costs a little
+  // bandwidth and nothing else (a prefetch never faults).
+  struct IdleRange {
+    std::atomic<const std::byte*> p{nullptr};
+    std::atomic<std::size_t> bytes{0};
+  };
+  IdleRange idle_[IdlePrefetch::kMaxLanes][IdlePrefetch::kMaxRanges];
+  std::atomic<int> idle_ranges_[IdlePrefetch::kMaxLanes] = {};
 };
 
 }  // namespace smartgen::core

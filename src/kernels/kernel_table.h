@@ -25,6 +25,7 @@ enum class GgmlType : std::uint32_t;
 
 namespace smartgen::kernels {
 struct MatJob;
+struct NextPass;
 struct WeightView;
 }  // namespace smartgen::kernels
 
@@ -225,10 +226,12 @@ bool MatMulWith(const KernelTable& table, gguf::GgmlType type, const void* w, st
                 std::int64_t cols, const float* x, std::int64_t n, float* y,
                 core::ThreadPool* pool);
 bool MatMulManyWith(const KernelTable& table, std::span<const MatJob> jobs, std::int64_t n,
-                    core::ThreadPool* pool);
+                    core::ThreadPool* pool, const NextPass* next = nullptr);
 bool MatMulSwiGluWith(const KernelTable& table, const WeightView& gate, const WeightView& up,
-                      const float* x, std::int64_t n, float* out, core::ThreadPool* pool);
+                      const float* x, std::int64_t n, float* out, core::ThreadPool* pool,
+                      const NextPass* next = nullptr);
 bool MatMulGeGluWith(const KernelTable& table, const WeightView& gate, const WeightView& up,
-                     const float* x, std::int64_t n, float* out, core::ThreadPool* pool);
+                     const float* x, std::int64_t n, float* out, core::ThreadPool* pool,
+                     const NextPass* next = nullptr);
 
 }  // namespace smartgen::kernels::internal

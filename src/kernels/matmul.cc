@@ -84,7 +84,7 @@ SMARTGEN_SCALAR_KIND(IQ4_XS)
 }  // namespace scalar
 
 bool MatMulManyWith(const KernelTable& table, std::span<const MatJob> jobs, std::int64_t n,
-                    core::ThreadPool* pool) {
+                    core::ThreadPool* pool, const NextPass* next) {
   for (const MatJob& j : jobs) {
     if (!HasKernels(table, j.w->type)) return false;
   }
@@ -96,7 +96,9 @@ bool MatMulManyWith(const KernelTable& table, std::span<const MatJob> jobs, std:
       segs[n_segs++] = MakeSegment(table, *jobs[i].w, jobs[i].x, jobs[i].y,
                                    jobs[i].accumulate ? Epilogue::kAccumulate : Epilogue::kStore);
     }
-    RunSegments(table, segs, n_segs, n, pool);
+    // Only the last pass is followed by `next`.
+    const bool last = begin + kMaxSegments >= jobs.size();
+    RunSegments(table, segs, n_segs, n, pool, last ? next : nullptr);
   }
   return true;
 }
@@ -104,7 +106,7 @@ bool MatMulManyWith(const KernelTable& table, std::span<const MatJob> jobs, std:
 namespace {
 bool MatMulGated(const KernelTable& table, SwiGluFn gated, const WeightView& gate,
                  const WeightView& up, const float* x, std::int64_t n, float* out,
-                 core::ThreadPool* pool) {
+                 core::ThreadPool* pool, const NextPass* next) {
   if (!HasKernels(table, gate.type) || !HasKernels(table, up.type) || gate.rows != up.rows ||
       gate.cols != up.cols) {
     return false;
@@ -121,19 +123,21 @@ bool MatMulGated(const KernelTable& table, SwiGluFn gated, const WeightView& gat
   s.mul_act_up = u.mul_act;
   if (s.prepare == nullptr) s.prepare = u.prepare;
   // Each projection picks its kernel in Product; both read the one prepared input.
-  RunSegments(table, &s, 1, n, pool);
+  RunSegments(table, &s, 1, n, pool, next);
   return true;
 }
 }  // namespace
 
 bool MatMulSwiGluWith(const KernelTable& table, const WeightView& gate, const WeightView& up,
-                      const float* x, std::int64_t n, float* out, core::ThreadPool* pool) {
-  return MatMulGated(table, table.swiglu, gate, up, x, n, out, pool);
+                      const float* x, std::int64_t n, float* out, core::ThreadPool* pool,
+                      const NextPass* next) {
+  return MatMulGated(table, table.swiglu, gate, up, x, n, out, pool, next);
 }
 
 bool MatMulGeGluWith(const KernelTable& table, const WeightView& gate, const WeightView& up,
-                     const float* x, std::int64_t n, float* out, core::ThreadPool* pool) {
-  return MatMulGated(table, table.geglu, gate, up, x, n, out, pool);
+                     const float* x, std::int64_t n, float* out, core::ThreadPool* pool,
+                     const NextPass* next) {
+  return MatMulGated(table, table.geglu, gate, up, x, n, out, pool, next);
 }
 
 bool MatVecWith(const KernelTable& table, gguf::GgmlType type, const void* w, std::int64_t rows,
@@ -157,9 +161,11 @@ void MatVec(const WeightView& w, const float* x, float* y, core::ThreadPool* poo
   assert(ok && "MatVec: unsupported weight type");
 }
 
-void MatMul(const WeightView& w, const float* x, std::int64_t n, float* y, core::ThreadPool* pool) {
-  [[maybe_unused]] const bool ok = internal::MatMulWith(internal::ActiveKernels(), w.type, w.data,
-                                                        w.rows, w.cols, x, n, y, pool);
+void MatMul(const WeightView& w, const float* x, std::int64_t n, float* y, core::ThreadPool* pool,
+            const NextPass& next) {
+  const MatJob job{&w, x, y};
+  [[maybe_unused]] const bool ok = internal::MatMulManyWith(
+      internal::ActiveKernels(), std::span<const MatJob>(&job, 1), n, pool, &next);
   assert(ok && "MatMul: unsupported weight type");
 }
 
@@ -167,23 +173,24 @@ void MatVecMany(std::span<const MatJob> jobs, core::ThreadPool* pool) {
   MatMulMany(jobs, 1, pool);
 }
 
-void MatMulMany(std::span<const MatJob> jobs, std::int64_t n, core::ThreadPool* pool) {
+void MatMulMany(std::span<const MatJob> jobs, std::int64_t n, core::ThreadPool* pool,
+                const NextPass& next) {
   [[maybe_unused]] const bool ok =
-      internal::MatMulManyWith(internal::ActiveKernels(), jobs, n, pool);
+      internal::MatMulManyWith(internal::ActiveKernels(), jobs, n, pool, &next);
   assert(ok && "MatMulMany: unsupported weight type");
 }
 
 void MatMulSwiGlu(const WeightView& gate, const WeightView& up, const float* x, std::int64_t n,
-                  float* out, core::ThreadPool* pool) {
+                  float* out, core::ThreadPool* pool, const NextPass& next) {
   [[maybe_unused]] const bool ok =
-      internal::MatMulSwiGluWith(internal::ActiveKernels(), gate, up, x, n, out, pool);
+      internal::MatMulSwiGluWith(internal::ActiveKernels(), gate, up, x, n, out, pool, &next);
   assert(ok && "MatMulSwiGlu: unsupported weight types or shapes");
 }
 
 void MatMulGeGlu(const WeightView& gate, const WeightView& up, const float* x, std::int64_t n,
-                 float* out, core::ThreadPool* pool) {
+                 float* out, core::ThreadPool* pool, const NextPass& next) {
   [[maybe_unused]] const bool ok =
-      internal::MatMulGeGluWith(internal::ActiveKernels(), gate, up, x, n, out, pool);
+      internal::MatMulGeGluWith(internal::ActiveKernels(), gate, up, x, n, out, pool, &next);
   assert(ok && "MatMulGeGlu: unsupported weight types or shapes");
 }
 

@@ -31,6 +31,16 @@ struct WeightView {
   }
 };
 
+// The weights the caller's next pass will read: a decode step is a chain of single-token
+// passes, and a thread that finishes its chunks of one pass early prefetches its lane of the
+// next while the others finish (core::IdlePrefetch). `w`: the next pass's matrices in the order
+// of its jobs; `up`, for a gated FFN pass (MatMulSwiGlu / MatMulGeGlu), its up projection (w[0]
+// is the gate). Only a hint: any value, or none, gives the same results.
+struct NextPass {
+  const WeightView* w[3] = {nullptr, nullptr, nullptr};
+  const WeightView* up = nullptr;
+};
+
 void MatVec(const WeightView& w, const float* x, float* y, core::ThreadPool* pool);
 
 // Decode (MatVec; and with AVX-512 VNNI, decode batches and prefill chunks of up to 512 tokens
@@ -45,7 +55,8 @@ void MatVec(const WeightView& w, const float* x, float* y, core::ThreadPool* poo
 void SetFastDot(bool on);
 // Whether MatVec of `type` weights uses such dot products now.
 bool FastDotActive(gguf::GgmlType type);
-void MatMul(const WeightView& w, const float* x, std::int64_t n, float* y, core::ThreadPool* pool);
+void MatMul(const WeightView& w, const float* x, std::int64_t n, float* y, core::ThreadPool* pool,
+            const NextPass& next = {});
 
 // Several independent products in one parallel pass, e.g. q/k/v or gate/up, which share an
 // input: the rows of all jobs are split across `pool` together, so the step pays one thread-pool
@@ -59,16 +70,17 @@ struct MatJob {
   bool accumulate = false;  // y += W x instead of y = W x
 };
 void MatVecMany(std::span<const MatJob> jobs, core::ThreadPool* pool);
-void MatMulMany(std::span<const MatJob> jobs, std::int64_t n, core::ThreadPool* pool);
+void MatMulMany(std::span<const MatJob> jobs, std::int64_t n, core::ThreadPool* pool,
+                const NextPass& next = {});
 
 // The gated FFN input in one pass: out[t][r] = silu(gate[r] . x[t]) * (up[r] . x[t]), i.e.
 // SwiGlu(MatMul(gate), MatMul(up)) without writing either product to memory. gate and up have
 // the same shape (their types may differ); x is [n][cols], out [n][rows], not overlapping x.
 void MatMulSwiGlu(const WeightView& gate, const WeightView& up, const float* x, std::int64_t n,
-                  float* out, core::ThreadPool* pool);
+                  float* out, core::ThreadPool* pool, const NextPass& next = {});
 // The same with GeGLU: out = GeGlu(MatMul(gate), MatMul(up)) (elementwise.h), for Gemma.
 void MatMulGeGlu(const WeightView& gate, const WeightView& up, const float* x, std::int64_t n,
-                 float* out, core::ThreadPool* pool);
+                 float* out, core::ThreadPool* pool, const NextPass& next = {});
 
 // Scalar references: dequantize each row exactly, then dot in f32 (sequential order).
 void MatVecReference(const WeightView& w, const float* x, float* y);

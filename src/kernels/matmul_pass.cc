@@ -224,8 +224,59 @@ int KindIndex(gguf::GgmlType type) {
   }
 }
 
+std::int64_t VecChunkRows(std::int64_t total_rows, std::size_t max_row_bytes, int threads) {
+  const auto by_bytes =
+      static_cast<std::int64_t>(kVecChunkBytes / std::max<std::size_t>(max_row_bytes, 1));
+  const std::int64_t rows = std::min(by_bytes, CeilDiv(total_rows, threads * kMinChunksPerThread));
+  return std::max(kRowGrain, RoundUp(rows, kRowGrain));
+}
+
+core::IdlePrefetch PlanIdlePrefetch(const NextPass& next, int threads) {
+  core::IdlePrefetch plan;
+  int m = 0;
+  while (m < 3 && next.w[m] != nullptr) ++m;
+  if (m == 0 || threads < 2) return plan;
+  std::int64_t total_rows = 0;
+  std::size_t max_row_bytes = next.up == nullptr ? 0 : next.up->row_bytes();
+  for (int i = 0; i < m; ++i) {
+    total_rows += next.w[i]->rows;
+    max_row_bytes = std::max(max_row_bytes, next.w[i]->row_bytes());
+  }
+  const std::int64_t chunk_rows = VecChunkRows(total_rows, max_row_bytes, threads);
+  std::int64_t first[3] = {0, 0, 0}, row_chunks = 0;
+  for (int i = 0; i < m; ++i) {
+    first[i] = row_chunks;
+    row_chunks += CeilDiv(next.w[i]->rows, chunk_rows);
+  }
+  const int lanes = std::min(threads, core::IdlePrefetch::kMaxLanes);
+  for (int lane = 0; lane < lanes; ++lane) {
+    const auto [cb, ce] = core::ThreadPool::SplitRange(row_chunks, lane, threads);
+    std::size_t left = kIdlePrefetchBytes;
+    for (int i = 0; i < m && left > 0; ++i) {
+      const WeightView& w = *next.w[i];
+      const std::int64_t a = std::max(cb, first[i]);
+      const std::int64_t b = std::min(ce, first[i] + CeilDiv(w.rows, chunk_rows));
+      if (a >= b) continue;
+      const std::int64_t r0 = (a - first[i]) * chunk_rows;
+      const std::int64_t r1 = std::min(w.rows, (b - first[i]) * chunk_rows);
+      // A gated pass reads the same rows of gate and up in each chunk.
+      const std::size_t share = next.up == nullptr ? left : left / 2;
+      const std::size_t bytes = std::min(share, static_cast<std::size_t>(r1 - r0) * w.row_bytes());
+      plan.Add(lane, w.row(r0), bytes);
+      left -= bytes;
+      if (next.up != nullptr) {
+        const std::size_t up_bytes =
+            std::min(share, static_cast<std::size_t>(r1 - r0) * next.up->row_bytes());
+        plan.Add(lane, next.up->row(r0), up_bytes);
+        left -= up_bytes;
+      }
+    }
+  }
+  return plan;
+}
+
 void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64_t n,
-                 core::ThreadPool* pool) {
+                 core::ThreadPool* pool, const NextPass* next) {
   thread_local std::vector<ActQ8> acts;
   thread_local std::vector<ActPanel> panels;
   if (n > kActTokens) {
@@ -251,10 +302,7 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
   const std::int64_t want_chunks = threads * kMinChunksPerThread;
   std::int64_t chunk_rows = total_rows, chunk_tokens = n;
   if (threads > 1 && n == 1) {
-    const auto by_bytes =
-        static_cast<std::int64_t>(kVecChunkBytes / std::max<std::size_t>(max_row_bytes, 1));
-    chunk_rows = std::min(by_bytes, CeilDiv(total_rows, want_chunks));
-    chunk_rows = std::max(kRowGrain, RoundUp(chunk_rows, kRowGrain));
+    chunk_rows = VecChunkRows(total_rows, max_row_bytes, threads);
   } else if (threads > 1) {
     chunk_rows = std::max(kMulChunkRows, RoundUp(CeilDiv(total_rows, want_chunks), kRowGrain));
     std::int64_t row_chunks = 0;
@@ -291,6 +339,9 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
   };
   if (pool == nullptr) {
     for (std::int64_t c = 0; c < n_chunks; ++c) run_chunk(c);
+  } else if (lanes && next != nullptr) {
+    const core::IdlePrefetch plan = PlanIdlePrefetch(*next, threads);
+    pool->ForEachChunk(n_chunks, run_chunk, &plan);
   } else {
     pool->ForEachChunk(n_chunks, run_chunk);
   }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/idle_prefetch.h"
 #include "core/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
@@ -65,8 +66,24 @@ Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* 
 // row chunks of `chunk_rows` (the row chunks of all segments, concatenated) times token chunks
 // of `chunk_tokens`. Every output element is computed the same way whatever the chunking.
 // Fills the segments' act / panel pointers (prepared activations) as a side effect.
+// A single-token pass also prefetches, on each thread that runs out of chunks, that thread's
+// lane of the pass `next` (PlanIdlePrefetch).
 inline constexpr int kMaxSegments = 8;
 void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64_t n,
-                 core::ThreadPool* pool);
+                 core::ThreadPool* pool, const NextPass* next = nullptr);
+
+// Rows per chunk of a single-token pass on `threads` > 1 threads over matrices of `total_rows`
+// rows in all, the longest row `max_row_bytes` bytes (a multiple of 16 rows).
+std::int64_t VecChunkRows(std::int64_t total_rows, std::size_t max_row_bytes, int threads);
+
+// How much of its lane of the next pass a waiting thread prefetches: L2-sized (1-2 MiB on the
+// x86 cores of docs/RESULTS.md); 1 MiB and 4 MiB measured alike, 64 KiB gained half as much.
+inline constexpr std::size_t kIdlePrefetchBytes = std::size_t{1} << 20;
+
+// The IdlePrefetch plan of a single-token pass over `next` on `threads` threads: for each lane
+// (core::LaneClaims over the pass's chunks), the first kIdlePrefetchBytes of the rows that lane
+// reads first, per matrix in the pass's order (a gated pass: half for the gate rows, half for
+// the up rows). Empty for one thread or an empty `next`.
+core::IdlePrefetch PlanIdlePrefetch(const NextPass& next, int threads);
 
 }  // namespace smartgen::kernels::internal

@@ -231,7 +231,7 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
       const kernels::MatJob qkv[] = {{&w.wk, h_.data(), k_.data()},
                                      {&w.wv, h_.data(), v_.data()},
                                      {&w.wq, h_.data(), q_.data()}};
-      kernels::MatMulMany(std::span(qkv).first(queries ? 3 : 2), mb.n, pool_);
+      kernels::MatMulMany(std::span(qkv).first(queries ? 3 : 2), mb.n, pool_, {{&w.wo}});
       PrepareRows(chunks, l, mb, queries, /*kv=*/true);
       for (const QueryTail& t : tails_) {
         if (t.offset < 0 || !queries) continue;
@@ -277,28 +277,36 @@ void Forward::FinishLayer(std::span<ForwardChunk> chunks, int layer, Rows rows) 
   const LayerWeights& w = model_.layer(layer);
   Attention(chunks, layer, rows);
   if (!override_status_.ok()) return;
-  ProjectIntoResidual(w.wo, att_.data(), w.post_attn_norm, rows);
+  // Each pass names the one after it, whose start its idle threads prefetch (kernels::NextPass).
+  ProjectIntoResidual(w.wo, att_.data(), w.post_attn_norm, rows, {{&w.w_gate}, &w.w_up});
   NormRows(c, pool_, x_.data() + rows.begin * c.n_embd, w.ffn_norm.data(), rows.n, h_.data());
   if (c.ffn_act == FfnActivation::kGelu) {
-    kernels::MatMulGeGlu(w.w_gate, w.w_up, h_.data(), rows.n, gate_.data(), pool_);
+    kernels::MatMulGeGlu(w.w_gate, w.w_up, h_.data(), rows.n, gate_.data(), pool_, {{&w.w_down}});
   } else {
-    kernels::MatMulSwiGlu(w.w_gate, w.w_up, h_.data(), rows.n, gate_.data(), pool_);
+    kernels::MatMulSwiGlu(w.w_gate, w.w_up, h_.data(), rows.n, gate_.data(), pool_, {{&w.w_down}});
   }
-  ProjectIntoResidual(w.w_down, gate_.data(), w.post_ffn_norm, rows);
+  ProjectIntoResidual(w.w_down, gate_.data(), w.post_ffn_norm, rows, NextLayerQkv(layer + 1));
+}
+
+kernels::NextPass Forward::NextLayerQkv(int layer) const {
+  if (layer >= model_.config().n_layers) return {{&model_.output()}};
+  const LayerWeights& w = model_.layer(layer);
+  return {{&w.wk, &w.wv, &w.wq}};
 }
 
 void Forward::ProjectIntoResidual(const kernels::WeightView& w, const float* in,
-                                  const std::vector<float>& post_norm, Rows rows) {
+                                  const std::vector<float>& post_norm, Rows rows,
+                                  const kernels::NextPass& next) {
   const ModelConfig& c = model_.config();
   float* x = x_.data() + rows.begin * c.n_embd;
   if (post_norm.empty()) {
     const kernels::MatJob job[] = {{&w, in, x, /*accumulate=*/true}};
-    kernels::MatMulMany(job, rows.n, pool_);
+    kernels::MatMulMany(job, rows.n, pool_, next);
     return;
   }
   // Gemma: x += RmsNorm(W in) * post_norm.
   const kernels::MatJob job[] = {{&w, in, o_.data()}};
-  kernels::MatMulMany(job, rows.n, pool_);
+  kernels::MatMulMany(job, rows.n, pool_, next);
   NormRows(c, pool_, o_.data(), post_norm.data(), rows.n, o_.data());
   kernels::AddInPlace(x, o_.data(), rows.n * c.n_embd);
 }
@@ -366,7 +374,7 @@ void Forward::ComputeLogits(std::span<ForwardChunk> chunks) {
         kernels::RmsNorm(x_.data() + rows[j0 + j] * c.n_embd, model_.output_norm().data(), c.n_embd,
                          c.rms_eps, h_.data() + j * c.n_embd);
       }
-      kernels::MatMul(model_.output(), h_.data(), m, out + j0 * c.n_vocab, pool_);
+      kernels::MatMul(model_.output(), h_.data(), m, out + j0 * c.n_vocab, pool_, NextLayerQkv(0));
     }
   };
   // One chunk wanting logits (a decode step, a prompt): the product goes straight into its

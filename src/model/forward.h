@@ -123,8 +123,12 @@ class Forward {
   // q-norm, RoPE) in place.
   void PrepareRows(std::span<ForwardChunk> chunks, int layer, Rows rows, bool queries, bool kv);
   // x += W in (gemma: x += RmsNorm(W in) * post_norm) for the micro-batch.
+  // x[rows] += W in (Gemma: RmsNorm(W in) * post_norm); `next`: the pass that follows.
   void ProjectIntoResidual(const kernels::WeightView& w, const float* in,
-                           const std::vector<float>& post_norm, Rows rows);
+                           const std::vector<float>& post_norm, Rows rows,
+                           const kernels::NextPass& next);
+  // The q/k/v pass of `layer`, or the output head after the last layer.
+  kernels::NextPass NextLayerQkv(int layer) const;
   void Attention(std::span<ForwardChunk> chunks, int layer, Rows rows);
   // Attention, output projection and FFN of the micro-batch, whose queries are in q_.
   void FinishLayer(std::span<ForwardChunk> chunks, int layer, Rows rows);

@@ -1,6 +1,7 @@
 #include "core/lane_claims.h"
 
 #include <algorithm>
+#include <latch>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -32,9 +33,14 @@ TEST(LaneClaims, ThreadsStartOnTheirOwnLanesAndShareOutEveryChunkOnce) {
   LaneClaims claims(n, kThreads);
   std::vector<std::vector<std::int64_t>> got(kThreads);
   std::vector<std::thread> threads;
+  // Every thread makes its first claim before any makes a second: a thread started late would
+  // otherwise find its lane begun by one that had already finished its own.
+  std::latch first_claims(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      for (std::int64_t c = claims.Next(); c >= 0; c = claims.Next()) got[t].push_back(c);
+      std::int64_t c = claims.Next();
+      first_claims.arrive_and_wait();
+      for (; c >= 0; c = claims.Next()) got[t].push_back(c);
     });
   }
   for (auto& th : threads) th.join();
