@@ -4,6 +4,7 @@
 // that lands is used from the next step on; nothing is asked for twice. Logits are compared
 // with SelectiveAttention over the same block sets, step by step, on a real forward pass.
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <thread>
 #include <tuple>
@@ -19,6 +20,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "node/decode/smartgen_session.h"
+#include "node/decode/staged_copies.h"
 #include "node_test_util.h"
 #include "select/block_summary.h"
 #include "select/path_sizing.h"
@@ -294,6 +296,102 @@ TEST(SmartgenSession, TheFirstStepWaitsForThePrefillNodesBlocksAndUsesThem) {
   EXPECT_EQ(asked.count({1, 0, 3}), 0u);
   EXPECT_EQ(asked[Key(2, 1, 7)], 1);
   EXPECT_GT(session.Stats(0, 0, 0)["layer_stall_ms"][1].get<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace smartgen::node
+
+namespace smartgen::node {
+namespace {
+
+// The partial last prompt block of a SmartGen request lands staged (StagedCopies): a step that
+// waits for it (every block selected, no wait bound) must apply it when it lands, not wait out
+// the step timeout and recompute the prompt (the netns_deploy test's occasional fallback).
+TEST(SmartgenSession, AStagedLastBlockThatLandsDuringAWaitIsAppliedAtOnce) {
+  auto model = model::Model::Load(testing::SmallModelPath(51));
+  ASSERT_TRUE(model.ok());
+  const model::ModelConfig& cfg = (*model)->config();
+  core::ThreadPool pool(1);
+  model::Forward forward(**model, &pool);
+  kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32, 16), 1 << 12);
+  constexpr std::int64_t kPrompt = 200;  // 12.5 blocks: the last one partial
+  std::vector<std::int32_t> prompt(kPrompt);
+  for (int i = 0; i < kPrompt; ++i) prompt[i] = 3 + (i * 37) % 250;
+  const std::int32_t n_blocks = (kPrompt + 15) / 16;
+  kv::SequenceKv seq(&blocks), source(&blocks);
+  for (kv::SequenceKv* s : {&seq, &source}) ASSERT_TRUE(forward.RunOne(s, prompt, nullptr).ok());
+
+  kv::Residency residency(cfg.n_layers, cfg.n_kv_heads, n_blocks);
+  residency.MarkAllPresent();
+  const kv::BlockKey last{1, 0, n_blocks - 1};
+  residency.MarkAbsent(last.layer, last.kv_head, last.block);
+  std::memset(seq.BlockData(last.layer, last.kv_head, last.block), 0, blocks.geometry().block_bytes());
+  StagedCopies staged(&seq, &residency, kPrompt, /*stage_last_block=*/true);
+
+  select::SmartgenOptions options;
+  options.on_demand.budget_fraction = 1.0f;
+  options.predict_next = false;
+  options.wait_bound_ms = 1e6;  // wait for every block, up to the step timeout
+  options.first_step = false;
+  std::vector<std::thread> senders;
+  int recomputes = 0;
+  SmartgenSession session(
+      cfg, &seq, &residency, kPrompt, options, nullptr, select::NeededBlocks{},
+      [&](const std::vector<kv::BlockKey>& keys) {
+        for (const kv::BlockKey& k : keys) {
+          // The link delivers it 50 ms later, into the staging buffer Prepare hands out.
+          senders.emplace_back([&, k] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            transfer::BlockDestination dst;
+            ASSERT_EQ(staged.Prepare(k, transfer::WireFormat::kNative, nullptr, &dst),
+                      transfer::SinkAction::kWrite);
+            const std::byte* src = source.BlockData(k.layer, k.kv_head, k.block);
+            std::memcpy(dst.k.data(), src, dst.k.size());
+            std::memcpy(dst.v.data(), src + dst.k.size(), dst.v.size());
+            EXPECT_FALSE(staged.OnReady(k, transfer::WireFormat::kNative, dst, nullptr)) << "staged";
+            residency.Wake();
+          });
+        }
+        return Status::Ok();
+      },
+      [&] {
+        ++recomputes;
+        return Internal("the step waited out its timeout");
+      },
+      core::Seconds(5));
+  session.set_staged(&staged);
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    ASSERT_TRUE(session.AddSummaries(select::LayerSummaries::Build(source, l, kPrompt).Serialize()).ok());
+    ASSERT_TRUE(session.AddManifest(l, {}).ok());
+  }
+  ASSERT_TRUE(session.Ready(core::NowNanos()));
+
+  const std::int32_t token = 17;
+  std::vector<float> got, want;
+  model::ForwardChunk a;
+  a.kv = &seq;
+  a.tokens = std::span<const std::int32_t>(&token, 1);
+  a.logits = &got;
+  a.attention = &session;
+  model::ForwardChunk ca[1] = {a};
+  const Status st = forward.Run(ca);
+  for (std::thread& t : senders) t.join();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(recomputes, 0);
+  EXPECT_TRUE(residency.present(last.layer, last.kv_head, last.block));
+  EXPECT_EQ(staged.staged_total(), 1);
+
+  // The step attended over the whole prompt: the same logits as a dense step.
+  model::ForwardChunk b;
+  b.kv = &source;
+  b.tokens = a.tokens;
+  b.logits = &want;
+  model::ForwardChunk cb[1] = {b};
+  ASSERT_TRUE(forward.Run(cb).ok());
+  ASSERT_EQ(got.size(), want.size());
+  double diff = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) diff = std::max(diff, double(std::abs(got[i] - want[i])));
+  EXPECT_LT(diff, 1e-4);
 }
 
 }  // namespace

@@ -410,15 +410,30 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     if (first_step) bound = std::max(bound, std::min(first_step_until_ - t0, step_timeout_ - 1));
     wait_bound_ms_total_ += core::ToMillis(bound);
     ++waited_layer_steps_;
-    const Status waited = residency_->WaitUntil(
-        [&] {
-          if (link_down_.load()) return true;
-          for (const auto& k : awaited) {
-            if (!residency_->present(k.layer, k.kv_head, k.block)) return false;
-          }
-          return true;
-        },
-        core::Deadline::After(bound));
+    const auto all_here = [&] {
+      for (const auto& k : awaited) {
+        if (!residency_->present(k.layer, k.kv_head, k.block)) return false;
+      }
+      return true;
+    };
+    // A copy that lands staged (the partial last prompt block, an exact copy over an int8 one)
+    // marks its block only when applied: apply it here too, not only between steps, or a step
+    // that awaits that block waits out its whole bound (a wait-for-all step: the step timeout,
+    // then a needless recompute). Safe mid-step: this is the engine thread, the layer's local
+    // attention is done, nothing else reads this request's KV, and Apply copies prompt rows only.
+    const core::Deadline until = core::Deadline::After(bound);
+    Status waited;
+    while (true) {
+      const std::int64_t staged_seen = staged_ != nullptr ? staged_->ready_total() : 0;
+      if (staged_ != nullptr) staged_->Apply();
+      waited = residency_->WaitUntil(
+          [&] {
+            return link_down_.load() || all_here() ||
+                   (staged_ != nullptr && staged_->ready_total() != staged_seen);
+          },
+          until);
+      if (!waited.ok() || link_down_.load() || all_here()) break;
+    }
     const double stalled = core::ToMillis(core::NowNanos() - t0);
     layer_stall_ms_[layer] += stalled;
     step_stall_ms_ += stalled;

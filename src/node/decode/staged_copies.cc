@@ -82,6 +82,7 @@ bool StagedCopies::OnReady(const kv::BlockKey& key, WireFormat wire,
     for (Copy& c : copies_) {
       if (c.bytes->data() == destination.k.data()) {
         c.ready = true;
+        ready_total_.fetch_add(1, std::memory_order_acq_rel);
         return false;
       }
     }

@@ -14,6 +14,7 @@
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,9 @@ class StagedCopies {
   // many blocks it marked.
   int Apply();
   std::int64_t staged_total() const;  // copies staged so far
+  // Staged copies that have become ready so far (whether applied or not): a waiter that saw
+  // this change has a copy to Apply. Lock-free, so a residency wait predicate may read it.
+  std::int64_t ready_total() const { return ready_total_.load(std::memory_order_acquire); }
 
  private:
   struct Copy {
@@ -74,6 +78,7 @@ class StagedCopies {
   std::vector<Copy> copies_;                            // staged, in arrival order
   std::unordered_map<std::int64_t, InPlace> in_place_;  // writes in flight, by block index
   std::int64_t staged_total_ = 0;
+  std::atomic<std::int64_t> ready_total_{0};
 };
 
 }  // namespace smartgen::node
