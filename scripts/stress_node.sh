@@ -15,7 +15,7 @@ SMARTGEN_BUILD_TYPE=RelWithDebInfo SMARTGEN_TARGETS="${BINS[*]}" scripts/build.s
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DSMARTGEN_BUILD_BENCH=OFF
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_EVENTS=no
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp" UCX_MEM_EVENTS=no
 run() {  # dir runs
   local dir="$1" n="$2" i
   for ((i = 1; i <= n; i++)); do

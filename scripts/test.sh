@@ -52,7 +52,8 @@ if [ "${SMARTGEN_SKIP_TSAN:-0}" != "1" ]; then
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DSMARTGEN_BUILD_BENCH=OFF
   # halt_on_error: a single report fails the run. UCX's memory hooks (libucm) are off: they
   # intercept madvise at thread exit, where ThreadSanitizer's runtime cannot be re-entered.
-  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_EVENTS=no
+  # scripts/tsan.supp: what the uninstrumented Debian libraries hide from it.
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp" UCX_MEM_EVENTS=no
   for b in "${TSAN_BINARIES[@]}"; do
     echo "-- $b"
     SMARTGEN_LOG=warn timeout 900 "build-tsan/$b" --gtest_brief=1
