@@ -1,5 +1,6 @@
 #include "kv/block_pool.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -29,12 +30,7 @@ Status BlockPool::Allocate(std::int64_t n, std::vector<BlockId>* out) {
     return ResourceExhausted("KV block pool full: {} of {} blocks used, {} more requested", used_,
                              capacity_, n);
   }
-  while (static_cast<std::int64_t>(free_.size()) < n) {
-    const std::int64_t first = static_cast<std::int64_t>(chunks_.size()) * kChunkBlocks;
-    const std::int64_t count = std::min(kChunkBlocks, capacity_ - first);
-    chunks_.emplace_back(static_cast<std::size_t>(count) * block_bytes_);
-    for (std::int64_t i = count - 1; i >= 0; --i) free_.push_back(static_cast<BlockId>(first + i));
-  }
+  while (static_cast<std::int64_t>(free_.size()) < n) GrowLocked();
   for (std::int64_t i = 0; i < n; ++i) {
     const BlockId id = free_.back();
     free_.pop_back();
@@ -43,6 +39,28 @@ Status BlockPool::Allocate(std::int64_t n, std::vector<BlockId>* out) {
   }
   used_ += n;
   return Status::Ok();
+}
+
+void BlockPool::GrowLocked() {
+  const std::int64_t first = static_cast<std::int64_t>(chunks_.size()) * kChunkBlocks;
+  const std::int64_t count = std::min(kChunkBlocks, capacity_ - first);
+  chunks_.emplace_back(static_cast<std::size_t>(count) * block_bytes_);
+  // Lowest ids on top of the stack: a fresh chunk is used front to back.
+  for (std::int64_t i = count - 1; i >= 0; --i) free_.push_back(static_cast<BlockId>(first + i));
+}
+
+std::int64_t BlockPool::Prefault(std::int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  n = std::clamp<std::int64_t>(n, 0, capacity_);
+  while (static_cast<std::int64_t>(chunks_.size()) * kChunkBlocks < n) GrowLocked();
+  const auto chunks = static_cast<std::size_t>((n + kChunkBlocks - 1) / kChunkBlocks);
+  for (std::size_t c = 0; c < chunks; ++c) chunks_[c].Prefault();
+  return std::min<std::int64_t>(capacity_, static_cast<std::int64_t>(chunks) * kChunkBlocks);
+}
+
+std::int64_t BlockPool::allocated() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::min<std::int64_t>(capacity_, static_cast<std::int64_t>(chunks_.size()) * kChunkBlocks);
 }
 
 void BlockPool::Free(std::span<const BlockId> ids) {

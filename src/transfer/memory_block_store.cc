@@ -1,7 +1,5 @@
 #include "transfer/memory_block_store.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -50,19 +48,6 @@ bool MatchesPattern(std::uint64_t seed, ConstBytes in) {
 
 }  // namespace
 
-MemoryBlockStore::PageBuffer::PageBuffer(std::size_t size) : size_(size) {
-  constexpr std::size_t kHugePage = 2u << 20;
-  mapped_ = std::max<std::size_t>(kHugePage, (size + kHugePage - 1) / kHugePage * kHugePage);
-  void* p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();  // allocation failure is fatal, not a Status
-  madvise(p, mapped_, MADV_HUGEPAGE);           // a hint; ignored where THP is off
-  data_ = static_cast<std::byte*>(p);
-}
-
-MemoryBlockStore::PageBuffer::~PageBuffer() {
-  if (data_ != nullptr) munmap(data_, mapped_);
-}
-
 MemoryBlockStore::MemoryBlockStore(const KvGeometry& geometry) : geometry_(geometry) {}
 MemoryBlockStore::~MemoryBlockStore() = default;
 
@@ -78,8 +63,8 @@ Status MemoryBlockStore::AddRequest(std::uint64_t request_id, std::uint32_t n_bl
   r->available_layers = geometry_.n_layers;
   const std::size_t blocks = std::size_t{geometry_.n_layers} * geometry_.n_kv_heads * n_blocks;
   const std::size_t half = geometry_.half_block_bytes();
-  r->k = std::make_unique<PageBuffer>(blocks * half);
-  r->v = std::make_unique<PageBuffer>(blocks * half);
+  r->k = std::make_unique<core::PageBuffer>(blocks * half);
+  r->v = std::make_unique<core::PageBuffer>(blocks * half);
   r->present = std::make_unique<std::atomic<std::uint8_t>[]>(blocks);
   for (std::size_t i = 0; i < blocks; ++i) r->present[i].store(fill ? 1 : 0);
   if (fill) {

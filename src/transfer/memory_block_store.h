@@ -15,6 +15,7 @@
 #include <shared_mutex>
 #include <vector>
 
+#include "core/page_buffer.h"
 #include "transfer/block_io.h"
 
 namespace smartgen::transfer {
@@ -64,27 +65,11 @@ class MemoryBlockStore final : public BlockSource, public BlockSink {
   void OnBlockRejected(const BlockKey& key, const BlockDestination&, const Status& why) override;
 
  private:
-  // Zeroed anonymous memory, backed by transparent huge pages where the kernel allows (fewer
-  // TLB misses when the transport copies blocks in and out). Move-only.
-  class PageBuffer {
-   public:
-    PageBuffer() = default;
-    explicit PageBuffer(std::size_t size);
-    PageBuffer(const PageBuffer&) = delete;
-    PageBuffer& operator=(const PageBuffer&) = delete;
-    ~PageBuffer();
-    MutableBytes span() const { return {data_, size_}; }
-
-   private:
-    std::byte* data_ = nullptr;
-    std::size_t size_ = 0;
-    std::size_t mapped_ = 0;
-  };
   struct Request {
     std::uint32_t n_blocks = 0;
     std::atomic<std::uint32_t> available_layers{0};
-    std::unique_ptr<PageBuffer> k;  // [layer][kv_head][block][half_block_bytes]
-    std::unique_ptr<PageBuffer> v;
+    std::unique_ptr<core::PageBuffer> k;  // [layer][kv_head][block][half_block_bytes]
+    std::unique_ptr<core::PageBuffer> v;
     std::unique_ptr<std::atomic<std::uint8_t>[]> present;  // per block: kAbsent, kExact, ...
   };
   static constexpr std::uint8_t kAbsent = 0, kExact = 1, kApproximate = 2;

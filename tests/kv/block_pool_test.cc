@@ -52,6 +52,26 @@ TEST(BlockPool, AllocatesDistinctZeroedBlocksAndRefusesPastCapacity) {
   }
 }
 
+TEST(BlockPool, PrefaultAllocatesTheFirstBlocksStorageUpFrontAndCapsAtCapacity) {
+  BlockPool pool(SmallGeometry(), 2500);
+  EXPECT_EQ(pool.allocated(), 0);  // lazily allocated
+  // Storage comes in whole chunks: 1500 blocks take the first two.
+  const std::int64_t resident = pool.Prefault(1500);
+  EXPECT_GE(resident, 1500);
+  EXPECT_EQ(pool.allocated(), resident);
+  EXPECT_EQ(pool.used(), 0);  // prefaulted blocks are free
+  std::vector<BlockId> a;
+  ASSERT_TRUE(pool.Allocate(1500, &a).ok());
+  EXPECT_EQ(pool.allocated(), resident);  // no growth for blocks already there
+  for (BlockId id : a) ASSERT_LT(id, resident);
+  EXPECT_EQ(pool.Prefault(1 << 20), 2500);  // capped at the capacity
+  EXPECT_EQ(pool.allocated(), 2500);
+  std::vector<BlockId> b;
+  ASSERT_TRUE(pool.Allocate(1000, &b).ok());
+  EXPECT_EQ(pool.Allocate(1, &b).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(pool.Prefault(0), 0);
+}
+
 TEST(SequenceKv, RowsLandInTheirBlocksAndRefsClipToValidTokens) {
   BlockPool pool(SmallGeometry(KvDType::kF32), 100);
   {
