@@ -9,10 +9,19 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 namespace smartgen::core {
 
-Result<MappedFile> MappedFile::Open(const std::string& path) {
+bool HugePagesAvailable() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(in, modes);
+  // The selected mode is bracketed: "always [madvise] never".
+  return modes.find("[always]") != std::string::npos || modes.find("[madvise]") != std::string::npos;
+}
+
+Result<MappedFile> MappedFile::Open(const std::string& path, FilePlacement placement) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, fmt::format("open '{}'", path));
   struct stat st {};
@@ -28,6 +37,23 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
   MappedFile file;
   file.path_ = path;
   file.size_ = static_cast<std::size_t>(st.st_size);
+  if (file.size_ > 0 && placement == FilePlacement::kHugePages && HugePagesAvailable()) {
+    file.copy_ = PageBuffer(file.size_);
+    std::size_t done = 0;
+    while (done < file.size_) {
+      const ssize_t n = ::pread(fd, file.copy_.data() + done, file.size_ - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : EIO;
+        ::close(fd);
+        return ErrnoStatus(err, fmt::format("read '{}' ({} of {} bytes)", path, done, file.size_));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+    file.data_ = file.copy_.data();
+    return file;
+  }
   if (file.size_ > 0) {
     void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -42,17 +68,18 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(other.data_), size_(other.size_), path_(std::move(other.path_)) {
+    : data_(other.data_), size_(other.size_), path_(std::move(other.path_)), copy_(std::move(other.copy_)) {
   other.data_ = nullptr;
   other.size_ = 0;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
-    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+    if (data_ && copy_.data() == nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
     data_ = other.data_;
     size_ = other.size_;
     path_ = std::move(other.path_);
+    copy_ = std::move(other.copy_);
     other.data_ = nullptr;
     other.size_ = 0;
   }
@@ -60,7 +87,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (data_ && copy_.data() == nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
 }
 
 Result<std::string> ReadFileToString(const std::string& path) {

@@ -337,8 +337,9 @@ std::int64_t TensorInfo::n_elements() const {
   return ne.empty() ? 0 : n;
 }
 
-Result<GgufFile> GgufFile::Open(const std::string& path, const ParseLimits& limits) {
-  SG_ASSIGN_OR_RETURN(core::MappedFile mapped, core::MappedFile::Open(path));
+Result<GgufFile> GgufFile::Open(const std::string& path, const ParseLimits& limits,
+                                core::FilePlacement placement) {
+  SG_ASSIGN_OR_RETURN(core::MappedFile mapped, core::MappedFile::Open(path, placement));
   GgufFile file;
   file.file_ = std::move(mapped);
   GgufParser parser(file.file_.bytes(), limits);

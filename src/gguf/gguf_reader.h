@@ -105,8 +105,9 @@ struct ParseLimits {
 
 class GgufFile {
  public:
-  // Maps and validates `path`.
-  static Result<GgufFile> Open(const std::string& path, const ParseLimits& limits = {});
+  // Maps (or reads into huge pages: core::FilePlacement) and validates `path`.
+  static Result<GgufFile> Open(const std::string& path, const ParseLimits& limits = {},
+                               core::FilePlacement placement = core::FilePlacement::kMapped);
 
   GgufFile(GgufFile&&) noexcept = default;
   GgufFile& operator=(GgufFile&&) noexcept = default;
@@ -115,6 +116,7 @@ class GgufFile {
   std::uint64_t alignment() const { return alignment_; }
   const std::string& path() const { return file_.path(); }
   std::size_t file_size() const { return file_.size(); }
+  core::FilePlacement placement() const { return file_.placement(); }
 
   // Metadata, in file order.
   const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }

@@ -63,8 +63,8 @@ class TensorLoader {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
-  SG_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path));
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, core::FilePlacement placement) {
+  SG_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path, {}, placement));
   std::unique_ptr<Model> model(new Model(std::move(file)));
   SG_RETURN_IF_ERROR(model->Init().WithContext(fmt::format("model '{}'", path)));
   return model;

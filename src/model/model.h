@@ -33,7 +33,9 @@ struct LayerWeights {
 
 class Model {
  public:
-  static Result<std::unique_ptr<Model>> Load(const std::string& path);
+  // `placement`: where the weights live (core::FilePlacement; serving nodes take kHugePages).
+  static Result<std::unique_ptr<Model>> Load(const std::string& path,
+                                             core::FilePlacement placement = core::FilePlacement::kMapped);
 
   const ModelConfig& config() const { return config_; }
   const gguf::GgufFile& file() const { return file_; }

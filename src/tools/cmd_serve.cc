@@ -88,9 +88,15 @@ void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) 
   cmd.add_flag("--fast-dot,!--exact-dot", c.fast_dot,
                "decode with int8 (VNNI) and BF16 dot products where the CPU has them (default; "
                "--exact-dot: the f32 path)")->capture_default_str();
+  cmd.add_flag("--weights-huge-pages,!--weights-mmap", c.weights_huge_pages,
+               "read the weights into transparent huge pages (default; --weights-mmap: map the file)")
+      ->capture_default_str();
   cmd.add_option("--kv-dtype", c.kv_dtype, "KV cache type: f16 or f32")->capture_default_str();
   cmd.add_option("--block-tokens", c.block_tokens, "tokens per KV block")->capture_default_str();
   cmd.add_option("--kv-capacity-tokens", c.kv_capacity_tokens, "KV pool size in tokens")
+      ->capture_default_str();
+  cmd.add_option("--kv-prefault-tokens", c.kv_prefault_tokens,
+                 "KV pool made resident at start-up, in tokens (0 = on first use)")
       ->capture_default_str();
   cmd.add_option("--ctx", c.max_context, "context length (0 = the model's)")->capture_default_str();
   cmd.add_option("--profile", c.profile_paths, "SmartGen profile(s) from `smartgen profile`")
@@ -102,12 +108,12 @@ void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) 
 std::string Describe(const node::NodeConfig& c) {
   return fmt::format(
       "name={} model={} http={}:{} transfer={} advertise={} transport={} link_gbps={} link_latency_ms={} "
-      "threads={} kv_dtype={} block_tokens={} kv_capacity_tokens={} ctx={} max_batch={} "
+      "threads={} weights_huge_pages={} kv_dtype={} block_tokens={} kv_capacity_tokens={} kv_prefault_tokens={} ctx={} max_batch={} "
       "profiles=[{}] allow_decode=[{}] control_tls={}",
       c.name, c.model_path, c.http_host, c.http_port, c.transfer_address,
       c.advertise.empty() ? "(bound)" : c.advertise, c.transport,
-      c.link_gbps, c.link_latency_ms, c.threads, c.kv_dtype, c.block_tokens,
-      c.kv_capacity_tokens, c.max_context, c.max_batch, fmt::join(c.profile_paths, ","),
+      c.link_gbps, c.link_latency_ms, c.threads, c.weights_huge_pages, c.kv_dtype, c.block_tokens,
+      c.kv_capacity_tokens, c.kv_prefault_tokens, c.max_context, c.max_batch, fmt::join(c.profile_paths, ","),
       fmt::join(c.allowed_decode, ","), c.control_tls.ToString());
 }
 

@@ -285,6 +285,25 @@ TEST_P(ForwardTest, RejectsBadInputWithoutChangingTheSequence) {
   EXPECT_EQ(forward_->Run(ss).code(), StatusCode::kResourceExhausted);
 }
 
+// Weights read into huge pages (what serving nodes load) compute exactly what the mapped file
+// computes: the same bytes, only elsewhere.
+TEST_P(ForwardTest, WeightsOnHugePagesGiveTheMappedFilesLogits) {
+  const std::string path = model_->file().path();
+  auto huge = Model::Load(path, core::FilePlacement::kHugePages);
+  ASSERT_TRUE(huge.ok()) << huge.status().ToString();
+  if (core::HugePagesAvailable()) {
+    EXPECT_EQ((*huge)->file().placement(), core::FilePlacement::kHugePages);
+  }
+  const auto tokens = Tokens(40, 3);
+  const auto mapped = RunInPieces(tokens, tokens.size());
+  Forward forward(**huge, pool_.get());
+  kv::SequenceKv seq(blocks_.get());
+  std::vector<float> logits;
+  ASSERT_TRUE(forward.RunOne(&seq, tokens, &logits).ok());
+  ASSERT_EQ(logits.size(), mapped.size());
+  EXPECT_EQ(MaxDiff(logits, mapped), 0.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, ForwardTest,
                          ::testing::Values("tiny", "tiny-qwen2", "tiny-qwen3"),
                          [](const auto& info) {

@@ -140,7 +140,9 @@ Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c,
     return InvalidArgument("kv dtype '{}' is not f16 or f32", c.kv_dtype);
   }
   NodeRuntime r;
-  SG_ASSIGN_OR_RETURN(r.model, model::Model::Load(c.model_path));
+  SG_ASSIGN_OR_RETURN(r.model, model::Model::Load(c.model_path, c.weights_huge_pages
+                                                                     ? core::FilePlacement::kHugePages
+                                                                     : core::FilePlacement::kMapped));
   r.pool = std::make_unique<core::ThreadPool>(c.threads);
   r.forward = std::make_unique<model::Forward>(*r.model, r.pool.get(),
                                                model::ForwardOptions{c.max_context});
@@ -148,6 +150,8 @@ Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c,
   const std::int64_t blocks =
       geometry.BlocksFor(c.kv_capacity_tokens) * geometry.n_layers * geometry.n_kv_heads;
   r.blocks = std::make_unique<kv::BlockPool>(geometry, blocks);
+  if (c.kv_prefault_tokens < 0) return InvalidArgument("kv_prefault_tokens must not be negative");
+  r.blocks->Prefault(geometry.BlocksFor(c.kv_prefault_tokens) * geometry.n_layers * geometry.n_kv_heads);
 
   transfer::EndpointConfig& e = r.endpoint_config;
   e.name = c.name;

@@ -47,11 +47,19 @@ struct NodeConfig {
   std::string kv_dtype = "f16";
   int block_tokens = 16;
   std::int64_t kv_capacity_tokens = 1 << 17; // KV pool size, in tokens of one sequence
+  // KV pool made resident at start-up, in tokens of one sequence (capped by the capacity; 0 =
+  // none): requests within it take no page faults on their way to tokens 1 and 2 (a prefill
+  // node holds a prompt's KV and SmartGen's first-step copy of it; docs/RESULTS.md, "First touch").
+  std::int64_t kv_prefault_tokens = 1 << 14;
   std::int64_t max_context = 0;              // 0 = the model's context length
   int max_batch = 64;                        // decode node: sequences per step
   // Prefill node: one throwaway prefill of this many tokens at start-up (0 = none). It pages
   // the weights in and seeds the prefill-time estimate that sizes SmartGen's proactive set.
   std::int64_t warmup_tokens = 256;
+  // Weights read into transparent huge pages instead of mapped from the file
+  // (core::FilePlacement::kHugePages): a node reads them in bursts between idle waits, and on a
+  // VM 4 KiB pages read after idle cost 15-30x their streaming time (docs/RESULTS.md, "First touch").
+  bool weights_huge_pages = true;
   bool fast_dot = true;   // decode with VNNI / BF16 dot products (kernels::SetFastDot), as run does
   std::vector<std::string> profile_paths;    // SmartGen profiles (one per prompt-length bucket)
   // The deadline of each waiting phase of a decode request (decode/request_state.h), and the
