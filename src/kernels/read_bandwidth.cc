@@ -7,6 +7,7 @@
 #include "core/bytes.h"
 #include "core/clock.h"
 #include "core/cpu_features.h"
+#include "core/page_buffer.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -69,14 +70,18 @@ float StreamSum(const float* p, std::size_t n) {
 
 struct ReadBandwidthProbe::State {
   std::size_t n_chunks = 0;
-  core::AlignedBuffer<float> buf;
+  // On huge pages: a 1 GiB buffer on 4 KiB pages read again after a decode rep left it idle read
+  // at 3-14 GB/s on a paravirtualised VM (docs/RESULTS.md, "First touch"), not at the memory's rate.
+  core::PageBuffer buf;
+  const float* data() const { return reinterpret_cast<const float*>(buf.data()); }
   std::vector<float> sink;
 };
 
 ReadBandwidthProbe::ReadBandwidthProbe(core::ThreadPool* pool, std::size_t bytes)
     : pool_(pool), state_(std::make_unique<State>()) {
   state_->n_chunks = std::max<std::size_t>(1, bytes / kStreamChunkBytes);
-  state_->buf = core::AlignedBuffer<float>(state_->n_chunks * (kStreamChunkBytes / sizeof(float)));  // zeroed: faulted in
+  state_->buf = core::PageBuffer(state_->n_chunks * kStreamChunkBytes);
+  state_->buf.Prefault();  // real pages (reads of untouched memory all hit the one zero page)
   state_->sink.assign(state_->n_chunks, 0.0f);
 }
 
@@ -87,7 +92,7 @@ double ReadBandwidthProbe::Sample(int passes) {
   State& st = *state_;
   auto pass = [&] {
     auto chunk = [&](std::int64_t c) {
-      st.sink[static_cast<std::size_t>(c)] = StreamSum(st.buf.data() + c * chunk_floats, chunk_floats);
+      st.sink[static_cast<std::size_t>(c)] = StreamSum(st.data() + c * chunk_floats, chunk_floats);
     };
     if (pool_ == nullptr) {
       for (std::size_t c = 0; c < st.n_chunks; ++c) chunk(static_cast<std::int64_t>(c));

@@ -17,11 +17,14 @@ void EngineOptions::AddFlags(CLI::App& cmd) {
                "and AVX512-BF16 (BF16) where present (the default; --exact-dot: f32 dots of the "
                "exact weights)")
       ->capture_default_str();
+  cmd.add_flag("--weights-huge-pages,!--weights-mmap", weights_huge_pages,
+               "read the weights into transparent huge pages, as serving nodes do (default; --weights-mmap: map the file)")
+      ->capture_default_str();
 }
 
 std::string EngineOptions::ToString() const {
-  return fmt::format("model={} threads={} kv_dtype={} block_tokens={} ctx={} fast_dot={}", model_path,
-                     threads, kv_dtype, block_tokens, ctx, fast_dot);
+  return fmt::format("model={} threads={} kv_dtype={} block_tokens={} ctx={} fast_dot={} weights_huge_pages={}",
+                     model_path, threads, kv_dtype, block_tokens, ctx, fast_dot, weights_huge_pages);
 }
 
 Result<kv::KvDType> ParseKvDType(const std::string& name) {
@@ -39,7 +42,9 @@ Result<Engine> LoadEngine(const EngineOptions& options, std::int64_t max_tokens,
   }
   Engine e;
   kernels::SetFastDot(options.fast_dot);
-  SG_ASSIGN_OR_RETURN(e.model, model::Model::Load(options.model_path));
+  SG_ASSIGN_OR_RETURN(e.model, model::Model::Load(options.model_path,
+                                                  options.weights_huge_pages ? core::FilePlacement::kHugePages
+                                                                             : core::FilePlacement::kMapped));
   SG_ASSIGN_OR_RETURN(const kv::KvDType dtype, ParseKvDType(options.kv_dtype));
   e.pool = std::make_unique<core::ThreadPool>(options.threads);
   model::ForwardOptions fo;

@@ -24,6 +24,10 @@ struct EngineOptions {
   // Decode with VNNI / BF16 dot products where the CPU has them (kernels::SetFastDot), as
   // llama.cpp computes them; --exact-dot for the exact f32 path.
   bool fast_dot = true;
+  // Weights read into transparent huge pages (core::FilePlacement::kHugePages) instead of mapped
+  // from the file, as serving nodes hold them: SmolLM2-135M Q8_0 decoded 1.15-1.19x faster so on
+  // a paravirtualised Zen 5 VM (docs/RESULTS.md, "First touch").
+  bool weights_huge_pages = true;
 
   void AddFlags(CLI::App& cmd);
   std::string ToString() const;
