@@ -4,6 +4,9 @@
 
 #include "node/common/node_config.h"
 
+#include "core/mapped_file.h"
+#include "model/synthetic_model.h"
+
 namespace smartgen::node {
 namespace {
 
@@ -94,6 +97,39 @@ TEST(NodeAllowDecode, AMalformedEntryIsAnError) {
   for (const char* bad : {"[fd00::5", "*", "10.0.0.3:x", "::"}) {
     EXPECT_EQ(DecodeAddressAllowed({bad}, "10.0.0.3:9201").status().code(), StatusCode::kInvalidArgument) << bad;
   }
+}
+
+// A node's runtime: weights on huge pages (where THP is on) and the first kv_prefault_tokens of
+// the KV pool allocated up front; a negative prefault is refused.
+TEST(NodeRuntime, HoldsWeightsOnHugePagesAndPrefaultsTheKvPool) {
+  model::SyntheticModelSpec spec;
+  spec.preset = *model::FindPreset("tiny");
+  spec.seed = 3;
+  spec.out = ::testing::TempDir() + "/node_runtime_tiny.gguf";
+  ASSERT_TRUE(model::WriteSyntheticModel(spec).ok());
+  NodeConfig c;
+  c.model_path = spec.out;
+  c.kv_capacity_tokens = 1 << 16;
+  c.kv_prefault_tokens = 4096;
+  auto r = BuildNodeRuntime(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const kv::KvGeometry& g = r->blocks->geometry();
+  const std::int64_t per_token_blocks = std::int64_t{g.n_layers} * g.n_kv_heads;
+  EXPECT_GE(r->blocks->allocated(), g.BlocksFor(4096) * per_token_blocks);
+  EXPECT_LT(r->blocks->allocated(), g.BlocksFor(1 << 16) * per_token_blocks);  // not the whole pool
+  EXPECT_EQ(r->blocks->used(), 0);
+  EXPECT_EQ(r->model->file().placement(), core::HugePagesAvailable() ? core::FilePlacement::kHugePages
+                                                                     : core::FilePlacement::kMapped);
+
+  c.weights_huge_pages = false;
+  c.kv_prefault_tokens = 0;
+  auto mapped = BuildNodeRuntime(c);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  EXPECT_EQ(mapped->model->file().placement(), core::FilePlacement::kMapped);
+  EXPECT_EQ(mapped->blocks->allocated(), 0);
+
+  c.kv_prefault_tokens = -1;
+  EXPECT_EQ(BuildNodeRuntime(c).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
