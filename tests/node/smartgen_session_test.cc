@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <thread>
 #include <tuple>
 #include <set>
@@ -51,15 +52,39 @@ class PresentChooser final : public select::BlockChooser {
   std::int32_t n_blocks_;
 };
 
+// A small model (testing::SmallModelPath(seed)) with a one-thread Forward and an f32 block pool:
+// what every test here decodes with.
+struct SmallEngine {
+  explicit SmallEngine(int seed) {
+    auto m = model::Model::Load(testing::SmallModelPath(seed));
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    if (!m.ok()) return;
+    model = std::move(*m);
+    forward = std::make_unique<model::Forward>(*model, &pool);
+    blocks = std::make_unique<kv::BlockPool>(forward->KvGeometryFor(kv::KvDType::kF32, 16), 1 << 12);
+  }
+  bool ok() const { return blocks != nullptr; }
+
+  std::unique_ptr<model::Model> model;
+  core::ThreadPool pool{1};
+  std::unique_ptr<model::Forward> forward;
+  std::unique_ptr<kv::BlockPool> blocks;
+};
+
+// n prompt tokens: first + (i * step) % span.
+std::vector<std::int32_t> Prompt(int n, int first, int step, int span) {
+  std::vector<std::int32_t> prompt(n);
+  for (int i = 0; i < n; ++i) prompt[i] = first + (i * step) % span;
+  return prompt;
+}
+
 TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
-  auto model = model::Model::Load(testing::SmallModelPath(51));
-  ASSERT_TRUE(model.ok());
-  const model::ModelConfig& cfg = (*model)->config();
-  core::ThreadPool pool(1);
-  model::Forward forward(**model, &pool);
-  kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32, 16), 1 << 12);
-  std::vector<std::int32_t> prompt(200);
-  for (int i = 0; i < 200; ++i) prompt[i] = 3 + (i * 41) % 250;
+  SmallEngine engine(51);
+  ASSERT_TRUE(engine.ok());
+  const model::ModelConfig& cfg = engine.model->config();
+  model::Forward& forward = *engine.forward;
+  kv::BlockPool& blocks = *engine.blocks;
+  const std::vector<std::int32_t> prompt = Prompt(200, 3, 41, 250);
   const std::int32_t n_blocks = (200 + 15) / 16;
 
   // Two identical prefills: one sequence decodes through the session, the other through
@@ -158,16 +183,14 @@ TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
 }
 
 TEST(SmartgenSession, ANextLayerGuessIsCheckedBeforeItIsFetched) {
-  auto model = model::Model::Load(testing::SmallModelPath(52));
-  ASSERT_TRUE(model.ok());
-  const model::ModelConfig& cfg = (*model)->config();
+  SmallEngine engine(52);
+  ASSERT_TRUE(engine.ok());
+  const model::ModelConfig& cfg = engine.model->config();
   ASSERT_GE(cfg.n_layers, 3);
-  core::ThreadPool pool(1);
-  model::Forward forward(**model, &pool);
-  kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32, 16), 1 << 12);
+  model::Forward& forward = *engine.forward;
+  kv::BlockPool& blocks = *engine.blocks;
   constexpr int kPrompt = 1024;  // 64 blocks per head: one layer's guess ends the warm-up
-  std::vector<std::int32_t> prompt(kPrompt);
-  for (int i = 0; i < kPrompt; ++i) prompt[i] = 3 + (i * 37) % 250;
+  const std::vector<std::int32_t> prompt = Prompt(kPrompt, 3, 37, 250);
   kv::SequenceKv seq(&blocks);
   ASSERT_TRUE(forward.RunOne(&seq, prompt, nullptr).ok());
   const std::int32_t n_blocks = kPrompt / 16;
@@ -225,14 +248,12 @@ TEST(SmartgenSession, ANextLayerGuessIsCheckedBeforeItIsFetched) {
 }
 
 TEST(SmartgenSession, TheFirstStepWaitsForThePrefillNodesBlocksAndUsesThem) {
-  auto model = model::Model::Load(testing::SmallModelPath(52));
-  ASSERT_TRUE(model.ok());
-  const model::ModelConfig& cfg = (*model)->config();
-  core::ThreadPool pool(1);
-  model::Forward forward(**model, &pool);
-  kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32, 16), 1 << 12);
-  std::vector<std::int32_t> prompt(160);
-  for (int i = 0; i < 160; ++i) prompt[i] = 5 + (i * 37) % 240;
+  SmallEngine engine(52);
+  ASSERT_TRUE(engine.ok());
+  const model::ModelConfig& cfg = engine.model->config();
+  model::Forward& forward = *engine.forward;
+  kv::BlockPool& blocks = *engine.blocks;
+  const std::vector<std::int32_t> prompt = Prompt(160, 5, 37, 240);
   const std::int32_t n_blocks = 10;
   kv::SequenceKv seq_a(&blocks), seq_dense(&blocks);
   for (kv::SequenceKv* s : {&seq_a, &seq_dense}) ASSERT_TRUE(forward.RunOne(s, prompt, nullptr).ok());
@@ -298,25 +319,17 @@ TEST(SmartgenSession, TheFirstStepWaitsForThePrefillNodesBlocksAndUsesThem) {
   EXPECT_GT(session.Stats(0, 0, 0)["layer_stall_ms"][1].get<double>(), 0.0);
 }
 
-}  // namespace
-}  // namespace smartgen::node
-
-namespace smartgen::node {
-namespace {
-
 // The partial last prompt block of a SmartGen request lands staged (StagedCopies): a step that
 // waits for it (every block selected, no wait bound) must apply it when it lands, not wait out
 // the step timeout and recompute the prompt (the netns_deploy test's occasional fallback).
 TEST(SmartgenSession, AStagedLastBlockThatLandsDuringAWaitIsAppliedAtOnce) {
-  auto model = model::Model::Load(testing::SmallModelPath(51));
-  ASSERT_TRUE(model.ok());
-  const model::ModelConfig& cfg = (*model)->config();
-  core::ThreadPool pool(1);
-  model::Forward forward(**model, &pool);
-  kv::BlockPool blocks(forward.KvGeometryFor(kv::KvDType::kF32, 16), 1 << 12);
+  SmallEngine engine(51);
+  ASSERT_TRUE(engine.ok());
+  const model::ModelConfig& cfg = engine.model->config();
+  model::Forward& forward = *engine.forward;
+  kv::BlockPool& blocks = *engine.blocks;
   constexpr std::int64_t kPrompt = 200;  // 12.5 blocks: the last one partial
-  std::vector<std::int32_t> prompt(kPrompt);
-  for (int i = 0; i < kPrompt; ++i) prompt[i] = 3 + (i * 37) % 250;
+  const std::vector<std::int32_t> prompt = Prompt(kPrompt, 3, 37, 250);
   const std::int32_t n_blocks = (kPrompt + 15) / 16;
   kv::SequenceKv seq(&blocks), source(&blocks);
   for (kv::SequenceKv* s : {&seq, &source}) ASSERT_TRUE(forward.RunOne(s, prompt, nullptr).ok());
