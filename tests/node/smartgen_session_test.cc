@@ -72,7 +72,7 @@ struct SmallEngine {
 };
 
 // n prompt tokens: first + (i * step) % span.
-std::vector<std::int32_t> Prompt(int n, int first, int step, int span) {
+std::vector<std::int32_t> SessionPrompt(int n, int first, int step, int span) {
   std::vector<std::int32_t> prompt(n);
   for (int i = 0; i < n; ++i) prompt[i] = first + (i * step) % span;
   return prompt;
@@ -84,7 +84,7 @@ TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
   const model::ModelConfig& cfg = engine.model->config();
   model::Forward& forward = *engine.forward;
   kv::BlockPool& blocks = *engine.blocks;
-  const std::vector<std::int32_t> prompt = Prompt(200, 3, 41, 250);
+  const std::vector<std::int32_t> prompt = SessionPrompt(200, 3, 41, 250);
   const std::int32_t n_blocks = (200 + 15) / 16;
 
   // Two identical prefills: one sequence decodes through the session, the other through
@@ -190,7 +190,7 @@ TEST(SmartgenSession, ANextLayerGuessIsCheckedBeforeItIsFetched) {
   model::Forward& forward = *engine.forward;
   kv::BlockPool& blocks = *engine.blocks;
   constexpr int kPrompt = 1024;  // 64 blocks per head: one layer's guess ends the warm-up
-  const std::vector<std::int32_t> prompt = Prompt(kPrompt, 3, 37, 250);
+  const std::vector<std::int32_t> prompt = SessionPrompt(kPrompt, 3, 37, 250);
   kv::SequenceKv seq(&blocks);
   ASSERT_TRUE(forward.RunOne(&seq, prompt, nullptr).ok());
   const std::int32_t n_blocks = kPrompt / 16;
@@ -253,7 +253,7 @@ TEST(SmartgenSession, TheFirstStepWaitsForThePrefillNodesBlocksAndUsesThem) {
   const model::ModelConfig& cfg = engine.model->config();
   model::Forward& forward = *engine.forward;
   kv::BlockPool& blocks = *engine.blocks;
-  const std::vector<std::int32_t> prompt = Prompt(160, 5, 37, 240);
+  const std::vector<std::int32_t> prompt = SessionPrompt(160, 5, 37, 240);
   const std::int32_t n_blocks = 10;
   kv::SequenceKv seq_a(&blocks), seq_dense(&blocks);
   for (kv::SequenceKv* s : {&seq_a, &seq_dense}) ASSERT_TRUE(forward.RunOne(s, prompt, nullptr).ok());
@@ -329,7 +329,7 @@ TEST(SmartgenSession, AStagedLastBlockThatLandsDuringAWaitIsAppliedAtOnce) {
   model::Forward& forward = *engine.forward;
   kv::BlockPool& blocks = *engine.blocks;
   constexpr std::int64_t kPrompt = 200;  // 12.5 blocks: the last one partial
-  const std::vector<std::int32_t> prompt = Prompt(kPrompt, 3, 37, 250);
+  const std::vector<std::int32_t> prompt = SessionPrompt(kPrompt, 3, 37, 250);
   const std::int32_t n_blocks = (kPrompt + 15) / 16;
   kv::SequenceKv seq(&blocks), source(&blocks);
   for (kv::SequenceKv* s : {&seq, &source}) ASSERT_TRUE(forward.RunOne(s, prompt, nullptr).ok());
