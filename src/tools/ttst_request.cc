@@ -106,6 +106,10 @@ json RequestFields(const json& s) {
                         "selection_fresh_per_step",
                         "selective_layer_steps",
                         "selective_ms",
+                        "selective_ms_per_step",
+                        "first_attend_ms",
+                        "step_ms_per_step",
+                        "blocks_requested_per_step",
                         "prefill_done_ms"}) {
     if (s.contains(k)) rec[k] = s[k];
   }

@@ -18,6 +18,7 @@ struct DecodeEngine::Seq {
   core::Nanos start = core::NowNanos();
   core::Nanos decode_start = 0;
   double wait_ms = 0;
+  std::vector<double> step_ms;  // the first 64 decode steps' durations (the batch's step, waits included)
   std::vector<float> logits;
   std::vector<std::int32_t> own_picks;  // teacher forcing: the argmax at every output index
   model::TokenLogprobs logprobs;        // of the last pick, when the request asked
@@ -264,7 +265,12 @@ void DecodeEngine::Step() {
     chunks[i].attention =
         s.job.attention != nullptr && !s.job.attention->Done() ? s.job.attention : nullptr;
   }
+  const core::Nanos t0 = core::NowNanos();
   Status st = forward_->Run(chunks);
+  const double step_ms = core::ToMillis(core::NowNanos() - t0);
+  for (const auto& s : running_) {
+    if (s->step_ms.size() < 64) s->step_ms.push_back(step_ms);
+  }
   if (!st.ok()) {
     // One sequence's attention failed (e.g. its KV link died): run each alone to find it, so
     // the others keep going.
@@ -307,6 +313,7 @@ void DecodeEngine::Finish(Seq& s, const Status& status, const std::string& reaso
       {"prefilled_locally", s.prefilled_locally},
       {"tokens", s.n_out},
       {"decode_ms", s.decode_start ? core::ToMillis(core::NowNanos() - s.decode_start) : 0.0},
+      {"step_ms_per_step", s.step_ms},
   };
   if (s.job.spec.teacher_forced()) stats["argmax_tokens"] = s.own_picks;
   auto on_done = std::move(s.job.on_done);

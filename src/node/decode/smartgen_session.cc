@@ -153,6 +153,7 @@ Status SmartgenSession::RequestKeys(std::span<const kv::BlockKey> keys) {
   }
   if (scratch_keys_.empty()) return Status::Ok();
   blocks_fetched_ += std::ssize(scratch_keys_);
+  step_phases_.requested += std::ssize(scratch_keys_);
   const Status st = fetch_(scratch_keys_);
   if (!st.ok()) {
     for (const auto& k : scratch_keys_) residency_->MarkAbsent(k.layer, k.kv_head, k.block);
@@ -282,7 +283,12 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
       // The step's own time, its waits on the link taken out (what the wait bound scales with).
       const double own = std::max(0.0, core::ToMillis(now - step_start_) - step_stall_ms_);
       step_compute_ms_ = step_compute_ms_ == 0 ? own : 0.8 * step_compute_ms_ + 0.2 * own;
+      step_phases_.own = own;
+      if (phases_per_step_.size() < 64) phases_per_step_.push_back(step_phases_);
+    } else {
+      first_attend_at_ = now;
     }
+    step_phases_ = {};
     step_stall_ms_ = 0;
     step_start_ = now;
     if (link_rate_ && exact_at_ == 0) link_bytes_per_s_ = link_rate_();
@@ -364,6 +370,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   // every present block - plus the generated tail) while the missing blocks are in flight.
   const core::Nanos t_local = core::NowNanos();
   select_ms_total_ += core::ToMillis(t_local - t_select);
+  step_phases_.select += core::ToMillis(t_local - t_select);
   const int g = config_.n_group(), d = config_.head_dim;
   const kernels::AttentionParams p = config_.LayerAttention(layer, kv_->geometry().dtype);
   std::vector<std::vector<std::int32_t>> absent(config_.n_kv_heads);
@@ -395,6 +402,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
   const double local_ms = core::ToMillis(core::NowNanos() - t_local);
   local_ms_[layer] = local_ms_[layer] == 0 ? local_ms : 0.8 * local_ms_[layer] + 0.2 * local_ms;
   local_ms_total_ += local_ms;
+  step_phases_.local += local_ms;
   ++steps_;
   selected_ += sel.total();
   missing_ += std::ssize(missing);
@@ -459,11 +467,13 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
       }
     }
     merge_ms_total_ += core::ToMillis(core::NowNanos() - t_merge);
+    step_phases_.merge += core::ToMillis(core::NowNanos() - t_merge);
   }
   (void)merged_any;
   const core::Nanos t_stats = core::NowNanos();
   RecordPresence(layer, sel);
   merge_ms_total_ += core::ToMillis(core::NowNanos() - t_stats);
+  step_phases_.merge += core::ToMillis(core::NowNanos() - t_stats);
   return Status::Ok();
 }
 

@@ -179,6 +179,15 @@ class SmartgenSession final : public model::AttentionOverride {
   // the per-step statistics (the link waits are layer_stall_ms_).
   double select_ms_total_ = 0, local_ms_total_ = 0, merge_ms_total_ = 0;
   double wait_bound_ms_total_ = 0;  // the bounds of the layer-steps that waited
+  // The same phases per decode step (first 64), with the step's own time (its duration less
+  // its link waits, taken at the next step's start): where a first step's extra time goes.
+  struct StepPhases {
+    double own = 0, select = 0, local = 0, merge = 0;
+    std::int64_t requested = 0;  // blocks asked for on demand (predicted included)
+  };
+  StepPhases step_phases_;
+  std::vector<StepPhases> phases_per_step_;
+  core::Nanos first_attend_at_ = 0;  // the first step's start (its layer 0)
   std::int64_t waited_layer_steps_ = 0;
   core::Nanos step_start_ = 0;
   double step_ms_ = 0;                     // EWMA of a decode step's duration

@@ -108,6 +108,22 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
                        {"wait_bound", wait_bound_ms_total_},
                        {"waited_layer_steps", waited_layer_steps_},
                        {"step_compute_ms", step_compute_ms_}};
+  // The same per step (first 64, steps that ended before the request did), with the blocks each
+  // step asked for.
+  nlohmann::json per_step = {{"own", nlohmann::json::array()}, {"select", nlohmann::json::array()},
+                             {"local_attention", nlohmann::json::array()},
+                             {"merge_and_stats", nlohmann::json::array()}};
+  nlohmann::json requested = nlohmann::json::array();
+  for (const StepPhases& s : phases_per_step_) {
+    per_step["own"].push_back(s.own);
+    per_step["select"].push_back(s.select);
+    per_step["local_attention"].push_back(s.local);
+    per_step["merge_and_stats"].push_back(s.merge);
+    requested.push_back(s.requested);
+  }
+  j["selective_ms_per_step"] = per_step;
+  j["blocks_requested_per_step"] = requested;
+  if (first_attend_at_ != 0) j["first_attend_ms"] = core::ToMillis(first_attend_at_ - start);
   j["blocks_requested"] = blocks_fetched_;
   j["predicted_blocks"] = predicted_;  // checked against the real selection
   j["predicted_fetched_blocks"] = predicted_fetched_;
