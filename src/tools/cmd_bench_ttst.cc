@@ -25,7 +25,7 @@ void RegisterBenchTtst(CLI::App& bench) {
   cmd->add_option("--link-gbps", o->link_gbps, "link rates in Gbit/s (0 = unshaped)")->delimiter(',');
   cmd->add_option("--ratio", o->ratios, "transfer ratios R (link rate from measured prefill)")
       ->delimiter(',');
-  cmd->add_option("--reps", o->reps, "repetitions per point")->capture_default_str();
+  cmd->add_option("--reps", o->reps, "repetitions per point (each runs every mode in turn)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "prompt seed")->capture_default_str();
   cmd->add_option("--threads", o->cluster.prefill_threads, "threads per node")->capture_default_str();
   cmd->add_option("--kv-dtype", o->cluster.kv_dtype, "KV cache type")->capture_default_str();

@@ -137,8 +137,10 @@ Status RunTtstBench(TtstBenchOptions o) {
         SG_RETURN_IF_ERROR(core::WriteStringToFile(o.data_out, data));
         continue;
       }
-      for (const std::string& mode : o.modes) {
-        for (int rep = 0; rep < o.reps; ++rep) {
+      // Repetitions outermost: each repetition runs every mode back to back, so a mode and the
+      // colocated run it is compared with (and calibrated from) share the machine's state.
+      for (int rep = 0; rep < o.reps; ++rep) {
+        for (const std::string& mode : o.modes) {
           std::fprintf(stderr, "\r[bench ttst] %zu/%zu  link %.4g Gbit/s  n_prompt %lld  mode %-18s",
                        ++done, total, gbps, static_cast<long long>(n), mode.c_str());
           std::fflush(stderr);
