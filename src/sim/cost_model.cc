@@ -85,6 +85,10 @@ Seconds CostModel::FirstTouch(double kv_bytes) const {
   return hw_.first_touch_bytes_per_s > 0 ? kv_bytes / hw_.first_touch_bytes_per_s : 0;
 }
 
+Seconds CostModel::ColdStep() const {
+  return hw_.cold_read_bytes_per_s > 0 ? shape_.WeightBytes() / hw_.cold_read_bytes_per_s : 0;
+}
+
 Seconds CostModel::FirstStepOnPrefill(std::int64_t n_prompt, double kv_bytes) const {
   return FirstTouch(kv_bytes) + DecodeStep(1, n_prompt);
 }

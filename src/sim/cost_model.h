@@ -62,6 +62,8 @@ class CostModel {
   Seconds SelectCost(std::int64_t n_blocks) const;
   // Extra time of the first step after a KV cache of `bytes` was written (first touch).
   Seconds FirstTouch(double kv_bytes) const;
+  // Extra time of a decode step after the node sat idle (Hardware::cold_read_bytes_per_s).
+  Seconds ColdStep() const;
   // SmartGen's first decode step on the prefill node: a copy of the prompt's KV into fresh
   // blocks (first-touch writes) and one decode step over it (its exact attention ranks the
   // blocks; node/prefill/first_step.cc).

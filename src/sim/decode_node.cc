@@ -43,6 +43,8 @@ void DecodeNode::Kick() {
     r->prefill_start = queue_->now();
     queue_->After(cost_->Prefill(r->prompt_tokens), [this, r] {
       r->prefill_end = queue_->now();
+      idle_since_ = queue_->now();
+      worked_ = true;
       r->tokens.push_back(queue_->now());
       r->kv_ready = queue_->now();
       r->exact = queue_->now();
@@ -73,6 +75,9 @@ void DecodeNode::StartStep() {
   step_stall_ = 0;
   members_.clear();
   step_extra_ = cost_->DecodeOutput(static_cast<int>(batch_.size()));
+  // A step after an idle spell reads the weights cold (the node waited for a transfer or a
+  // request); back-to-back work keeps them warm.
+  if (!worked_ || queue_->now() - idle_since_ >= cost_->hardware().cold_after_s) step_extra_ += cost_->ColdStep();
   bool any_selective = false;
   for (SimRequest* r : batch_) {
     const bool selective = r->kv != nullptr && !r->kv->exact();
@@ -275,6 +280,8 @@ void DecodeNode::FinishLayer() {
 
 void DecodeNode::EndStep() {
   const Seconds now = queue_->now();
+  idle_since_ = now;
+  worked_ = true;
   // The session's step figures (EWMA 0.8 / 0.2, as node/decode SmartgenSession keeps them).
   const double step_ms = (now - step_start_) * 1e3, own_ms = std::max(0.0, step_ms - step_stall_ * 1e3);
   for (const Member& m : members_) {

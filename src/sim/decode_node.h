@@ -89,6 +89,8 @@ class DecodeNode {
   // The running step.
   std::vector<Member> members_;
   Seconds step_extra_ = 0;
+  Seconds idle_since_ = 0;  // when the node last finished a prefill or a step (0: never worked)
+  bool worked_ = false;
   int layer_ = 0;
   std::uint64_t layer_id_ = 0;  // increments per layer run (stale events are ignored)
   std::vector<std::vector<LayerDemand>> predicted_;  // [member][layer] selected by prediction

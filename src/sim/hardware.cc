@@ -40,7 +40,11 @@ Hardware Gpu(std::string name, double tflops, double gbs, double mem_gb, std::st
 // GFLOP/s on the Quest bound), attention over what is present at 11.3 GB/s of K/V (64-68 ns
 // per key and layer; the colocated steps' growth with the context gives the same), 0.08 ms of
 // its own beyond both, and a wait that runs to its bound ends 0.045 ms after it (0.08 ms
-// before the decode thread's timer slack was lowered to 1 us).
+// before the decode thread's timer slack was lowered to 1 us). On the paravirtualised Zen 5 VM
+// (2026-12-04 sweep, "Validation with a cold first step") a decode node that sat idle waiting
+// for its KV took 1-6 ms longer over its first step than over its later ones: 81 GB/s over
+// SmolLM2-135M F16's weights, beyond a first touch of 52 GB/s over the KV (26 GB/s kept here:
+// the older sweeps', and the VM's figure before the RoPE table stopped growing mid-step).
 Hardware Cpu() {
   Hardware h;
   h.name = "cpu";
@@ -51,6 +55,7 @@ Hardware Cpu() {
   h.memory_bytes = 24e9;
   h.layer_overhead_s = 0;
   h.first_touch_bytes_per_s = 26e9;
+  h.cold_read_bytes_per_s = 81e9;
   h.select_flops = 7.4e9;
   h.attention_bytes_per_s = 11.3e9;
   h.wait_overrun_s = 0.045e-3;

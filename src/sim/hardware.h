@@ -30,6 +30,12 @@ struct Hardware {
   // Rate at which the first decode step after a KV cache was written reads it (the CPU VM's
   // first-touch page cost); 0 = no extra cost.
   double first_touch_bytes_per_s = 0;
+  // A decode step that follows an idle spell of at least cold_after_s reads the weights cold
+  // (the paravirtualised VM: memory read after a few idle seconds costs several times its
+  // steady rate, docs/RESULTS.md "First touch"): it pays weight bytes / this rate on top.
+  // 0 = no such cost (the GPU presets).
+  double cold_read_bytes_per_s = 0;
+  double cold_after_s = 0.5;
   // Rate of the on-demand block scoring (Quest upper bounds over the summaries), FLOP/s;
   // 0 = memory-bound on the summary bytes.
   double select_flops = 0;

@@ -78,6 +78,25 @@ double FitFirstTouchRate(const std::vector<const MeasuredRecord*>& colocated, co
   return excess_s > 0 ? bytes / excess_s : 0.0;
 }
 
+// The cold-read rate (Hardware::cold_read_bytes_per_s) from the records whose decode node sat
+// idle until its KV was complete (full, layerwise): how much longer their first decode step took
+// than their median one, less the first-touch cost the model charges it already, pooled as
+// weight bytes / excess time. -1 when no record has the figure; 0 when the first steps are not
+// longer.
+double FitColdReadRate(const std::vector<MeasuredRecord>& records, const CostModel& cost) {
+  double bytes = 0, excess_s = 0;
+  int n = 0;
+  for (const MeasuredRecord& r : records) {
+    if ((r.mode != Mode::kFull && r.mode != Mode::kLayerwise) || r.first_step_excess_ms < 0) continue;
+    const double kv = r.kv_bytes > 0 ? r.kv_bytes : cost.shape().KvBytes(r.prompt_tokens);
+    bytes += cost.shape().WeightBytes();
+    excess_s += r.first_step_excess_ms / 1e3 - cost.FirstTouch(kv);
+    ++n;
+  }
+  if (n == 0) return -1;
+  return excess_s > 0 ? bytes / excess_s : 0.0;
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -206,6 +225,13 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
         r.wait_overrun_ms = std::max(0.0, (r.stall_ms - Num(p, "wait_bound", 0)) / waited);
       }
     }
+    if (j.contains("step_ms_per_step") && j["step_ms_per_step"].is_array() && j["step_ms_per_step"].size() >= 3) {
+      std::vector<double> steps;
+      for (const auto& x : j["step_ms_per_step"]) steps.push_back(x.is_number() ? x.get<double>() : 0.0);
+      const double first = steps.front();
+      steps.erase(steps.begin());
+      r.first_step_excess_ms = first - Median(steps);
+    }
     r.time_to_exact_ms = Num(j, "time_to_exact_ms", -1);
     if (r.prompt_tokens <= 0 || r.link_mbps <= 0 || r.ttft_ms < 0) {
       return InvalidArgument("{}:{}: prompt_tokens and link_mbps must be > 0", path, n);
@@ -243,6 +269,13 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     const double rate = FitFirstTouchRate(all, shape);
     if (rate >= 0) cpu.first_touch_bytes_per_s = rate;
   }
+  // The cold-read cost of a decode node's first step after idling, from the dense transfer
+  // modes' first steps (the SmartGen records it is then checked against are not used); none
+  // where the records do not say (older sweeps, recorded before the engine kept step times).
+  if (options.calibration != Calibration::kPreset && cpu.cold_read_bytes_per_s > 0) {
+    cpu.cold_read_bytes_per_s = std::max(0.0, FitColdReadRate(records, CostModel(cpu, shape)));
+  }
+
   nlohmann::json rows = nlohmann::json::array();
   struct Acc {
     std::vector<double> ttst, tbt, e2e, exact;
@@ -419,7 +452,8 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
       {"cpu", options.cpu.ToString()},
       // What the calibration fitted across the records (the preset's values otherwise).
       {"fitted", {{"attention_bytes_per_s", cpu.attention_bytes_per_s},
-                  {"first_touch_bytes_per_s", cpu.first_touch_bytes_per_s}}},
+                  {"first_touch_bytes_per_s", cpu.first_touch_bytes_per_s},
+                  {"cold_read_bytes_per_s", cpu.cold_read_bytes_per_s}}},
       {"selection_stats", options.replay_selection ? "replay (" + options.stats.name + " elsewhere)" : options.stats.name},
       {"records", rows},
       {"summary", summary},

@@ -68,6 +68,9 @@ struct MeasuredRecord {
   // SmartGen, from the node's selective_ms (0 = not recorded): a selective layer-step's
   // selection time, and how far its waits ran past their bounds (stall - bounds, per wait).
   double select_ms_per_layer_step = 0, wait_overrun_ms = 0;
+  // The decode engine's step durations (step_ms_per_step): how much longer its first step took
+  // than the median of the rest, ms; unset (-1) when not recorded.
+  double first_step_excess_ms = -1;
 };
 
 enum class Calibration { kPreset, kRecorded, kOwn, kOwnAll };

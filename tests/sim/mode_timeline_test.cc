@@ -46,6 +46,31 @@ TEST(SimModes, FullTtstIsBytesOverRatePlusLatencyPlusAStep) {
   EXPECT_NEAR(r.bytes[static_cast<int>(Path::kFull)], kv, 1e-6);
 }
 
+TEST(SimModes, ADecodeNodeThatSatIdleReadsItsWeightsColdOnItsFirstStepOnly) {
+  // The CPU testbed's idle-read penalty (Hardware::cold_read_bytes_per_s): the full-mode
+  // decode node waited for the KV, so its first step pays weight bytes / rate; the steps after
+  // it run back to back and do not. A colocated node prefilled right before: no cold step.
+  const double gbps = 0.5, lat = 0.002;
+  ClusterSpec spec = OnePairSpec(Mode::kFull, gbps, lat);
+  spec.decode_hw.cold_read_bytes_per_s = 50e9;
+  spec.decode_hw.cold_after_s = 0.01;
+  const CostModel c(spec.decode_hw, spec.model);
+  ASSERT_NEAR(c.ColdStep(), spec.model.WeightBytes() / 50e9, 1e-15);
+  ASSERT_GT(c.ColdStep(), 0.05 * c.DecodeStep(1, kPrompt));
+  const SimResult res = RunOne(spec, kPrompt, 4);
+  const SimRequest& r = *res.requests[0];
+  const double kv = spec.model.KvBytes(kPrompt);
+  EXPECT_NEAR(Ttst(r), (kv + 64) / (gbps * 1e9 / 8) + lat + c.DecodeStep(1, kPrompt) + c.ColdStep(), 1e-9);
+  for (int i = 2; i < 4; ++i) {
+    EXPECT_NEAR(r.tokens[i] - r.tokens[i - 1], c.DecodeStep(1, kPrompt + i - 1), 1e-9) << i;
+  }
+  ClusterSpec coloc = OnePairSpec(Mode::kColocated, 1);
+  coloc.decode_hw = spec.decode_hw;
+  const SimResult res2 = RunOne(coloc, kPrompt, 3);
+  const SimRequest& r2 = *res2.requests[0];
+  EXPECT_NEAR(Ttst(r2), c.DecodeStep(1, kPrompt), 1e-9);
+}
+
 TEST(SimModes, LayerwiseOnASlowLinkStallsForTheTransferLeftAfterPrefill) {
   ClusterSpec spec = OnePairSpec(Mode::kLayerwise, 1, 0.001);
   spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
