@@ -72,6 +72,27 @@ TEST(BlockPool, PrefaultAllocatesTheFirstBlocksStorageUpFrontAndCapsAtCapacity) 
   EXPECT_EQ(pool.Prefault(0), 0);
 }
 
+TEST(SequenceKv, EveryTableLiesAtRisingAddressesWhateverWasFreedBefore) {
+  // A sequence freed table by table, then a new one: its blocks of each (layer, head) still
+  // come in ascending order (the attention reads them as one forward stream), for the second,
+  // third, ... request alike, not descending every other time as a plain free stack gives.
+  const KvGeometry g = SmallGeometry();
+  BlockPool pool(g, 4000);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    SequenceKv seq(&pool);
+    ASSERT_TRUE(seq.Reserve(64).ok());
+    for (int l = 0; l < g.n_layers; ++l) {
+      for (int h = 0; h < g.n_kv_heads; ++h) {
+        for (std::int64_t b = 1; b < seq.n_blocks(); ++b) {
+          ASSERT_LT(seq.block_id(l, h, b - 1), seq.block_id(l, h, b)) << l << " " << h << " " << b;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(pool.used(), 0);
+}
+
 TEST(SequenceKv, RowsLandInTheirBlocksAndRefsClipToValidTokens) {
   BlockPool pool(SmallGeometry(KvDType::kF32), 100);
   {
