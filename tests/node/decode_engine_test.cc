@@ -131,6 +131,10 @@ TEST_F(DecodeEngineTest, TeacherForcingEmitsTheForcedTokensAndReportsTheModelsOw
   const auto own = seq.out.stats["argmax_tokens"].get<std::vector<std::int32_t>>();
   EXPECT_EQ(own, GreedyAfter(spec.prompt, forced));
   EXPECT_NE(own, forced);  // the check above could not pass by echoing the forced tokens
+  // Token 0 came from the local prefill; each of the other nine from a timed decode step.
+  const auto steps = seq.out.stats["step_ms_per_step"].get<std::vector<double>>();
+  ASSERT_EQ(steps.size(), 9u);
+  for (double ms : steps) EXPECT_GT(ms, 0.0);
 }
 
 TEST_F(DecodeEngineTest, ForcingTheModelsOwnOutputChangesNothing) {

@@ -180,6 +180,21 @@ TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
   ASSERT_GE(stats["present_mass_share_per_step"].size(), 2u) << stats.dump();
   EXPECT_LT(stats["present_mass_share_per_step"][0].get<double>(), 1.0);
   EXPECT_GT(stats["present_mass_share_per_step"][0].get<double>(), 0.5);
+  // Per step (those that ended): the blocks asked for add up to the total (the last, exact
+  // step asks for none), and a step's own time holds its selection and local attention.
+  const auto requested = stats["blocks_requested_per_step"].get<std::vector<std::int64_t>>();
+  const nlohmann::json& phases = stats["selective_ms_per_step"];
+  ASSERT_GE(requested.size(), 2u);
+  ASSERT_EQ(phases["own"].size(), requested.size());
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < requested.size(); ++i) {
+    sum += requested[i];
+    EXPECT_GE(phases["own"][i].get<double>() + 1e-6,
+              phases["select"][i].get<double>() + phases["local_attention"][i].get<double>()) << i;
+  }
+  EXPECT_EQ(sum, stats["blocks_requested"].get<std::int64_t>());
+  EXPECT_GT(requested[0], 0);
+  EXPECT_TRUE(stats.contains("first_attend_ms"));
 }
 
 TEST(SmartgenSession, ANextLayerGuessIsCheckedBeforeItIsFetched) {
