@@ -8,6 +8,7 @@
 
 #include "bench_util.h"
 #include "core/thread_pool.h"
+#include "gguf/ggml_type.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 
@@ -108,8 +109,10 @@ void BM_GemvStream(benchmark::State& state, GgmlType type, Isa isa, int threads,
   state.counters["MB"] = static_cast<double>(bytes) / 1e6;
 }
 
-// GEMV over one 128 x 1536 matrix that stays in cache: each type's compute rate (Gweights/s),
-// the ceiling its decode kernel would hit with infinite memory bandwidth.
+// GEMV over one 128 x cols matrix that stays in cache: each type's compute rate (Gweights/s),
+// the ceiling its decode kernel would hit with infinite memory bandwidth. Columns: 576
+// (SmolLM2-135M's hidden size: 18 blocks of 32, rows that end in a part group), 896 (Qwen2.5-0.5B)
+// and 1536 (a multiple of 256, so every type runs).
 void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa, bool fast_dot) {
   const auto* table = kernels::internal::GetKernelTable(isa);
   if (table == nullptr) return state.SkipWithError("ISA not available");
@@ -120,7 +123,12 @@ void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa, bool fast_dot) 
     kernels::SetFastDot(false);
     return state.SkipWithError("no fast-dot kernel for this type on this CPU");
   }
-  constexpr std::int64_t kRows = 128, kCols = 1536;
+  constexpr std::int64_t kRows = 128;
+  const std::int64_t kCols = state.range(0);
+  if (kCols % gguf::GetTypeInfo(type).block_size != 0) {
+    kernels::SetFastDot(false);
+    return state.SkipWithError("columns not a multiple of the type's block");
+  }
   const std::vector<std::byte> w = RandomWeights(type, kRows, kCols, 5);
   std::vector<float> x = RandomFloats(kCols, 1), y(kRows);
   for (auto _ : state) {
@@ -264,6 +272,9 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
                                       kernels::internal::IsaName(isa) + (fast ? "/fast-dot" : ""))
                                          .c_str(),
                                      BM_GemvHot, type, isa, fast)
+            ->Arg(576)
+            ->Arg(896)
+            ->Arg(1536)
             ->Unit(benchmark::kMicrosecond);
       }
       for (int threads : {1, 2}) {

@@ -6,7 +6,10 @@
 // depend on the row (activation scales, signs, Q4_0/Q5_0 offsets and order) is laid out once per
 // call (PairActQ8, GroupAct): on an AMD EPYC Zen 5 that and the Q4_0/Q5_0 group layout (two
 // integer dots into one set of lanes, one FMA per 4 blocks) made in-cache Q5_0 GEMVs 1.4x and
-// Q4_0 1.5x faster, Q8_0 1.1x. Twins:
+// Q4_0 1.5x faster, Q8_0 1.1x. A row whose block count is not a multiple of 4 (SmolLM2-135M's 576
+// columns: 18 blocks) ends in a Q4_0 / Q5_0 part group (masked loads, zero activations for the
+// missing blocks) or a last Q8_0 pair, not block by block: in-cache GEMVs of 576 columns 1.08x
+// (Q4_0) and 1.09x (Q8_0) faster, Q5_0 the same (bench_kernels BM_GemvHot/<type>/.../576). Twins:
 // scalar::MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act (fast_dot.cc). Compiled with
 // -mavx512vnni; chosen only when the CPU has it (FastDotActKernel).
 #include <immintrin.h>
@@ -88,42 +91,41 @@ const PairActQ8* PreparePairsQ8(const ActQ8& x, std::int64_t pairs) {
   return storage.data();
 }
 
+// One pair of Q8_0 blocks (bp, bp + 34) over its prepared activations: their integer dot.
+inline __m512i PairDotQ8(const std::byte* bp, const PairActQ8& a) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + 2));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + kQ8BlockBytes + 2));
+  __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  wq = _mm512_mask_sub_epi8(wq, a.neg, _mm512_setzero_si512(), wq);
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), a.qabs, wq);
+}
+
 // One Q8_0 row over prepared pairs: per 4 blocks (136 bytes) two pair dots, their scales from two
-// loads; then a last block or three.
+// loads; then a last pair (SmolLM2-135M's 576 columns: 18 blocks) and a last block.
 float RowQ8(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const ActQ8& x,
             const PairActQ8* pairs) {
-  const __m512i zero = _mm512_setzero_si512();
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  std::int64_t b = 0;
-  for (; b + 4 <= nb; b += 4) {
-    const std::byte* blk = w + b * kQ8BlockBytes;
+  const std::byte* const whole_end = w + nb / 4 * 4 * kQ8BlockBytes;
+  const PairActQ8* a = pairs;
+  for (const std::byte* blk = w; blk != whole_end; blk += 4 * kQ8BlockBytes, a += 2) {
     for (int off = 0; off < 4 * kQ8BlockBytes; off += 64) __builtin_prefetch(blk + kGemvPrefetchBytes + off, 0, 3);
     __m512 s[2];
     GroupScalesQ8(blk, &s[0], &s[1]);
-    __m512i dot[2];
-    for (int p = 0; p < 2; ++p) {
-      const PairActQ8& a = pairs[b / 2 + p];
-      const std::byte* bp = blk + 2 * p * kQ8BlockBytes;
-      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + 2));
-      const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + kQ8BlockBytes + 2));
-      __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-      wq = _mm512_mask_sub_epi8(wq, a.neg, zero, wq);
-      dot[p] = _mm512_dpbusd_epi32(zero, a.qabs, wq);
-    }
-    acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[0]), _mm512_mul_ps(s[0], pairs[b / 2].dx), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[1]), _mm512_mul_ps(s[1], pairs[b / 2 + 1].dx), acc1);
+    const __m512i dot0 = PairDotQ8(blk, a[0]);
+    const __m512i dot1 = PairDotQ8(blk + 2 * kQ8BlockBytes, a[1]);
+    acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot0), _mm512_mul_ps(s[0], a[0].dx), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot1), _mm512_mul_ps(s[1], a[1].dx), acc1);
+  }
+  std::int64_t b = nb / 4 * 4;
+  if (nb - b >= 2) {
+    const std::byte* bp = whole_end;
+    const __m512 scale = _mm512_mul_ps(PairScale(HalfAt(bp), HalfAt(bp + kQ8BlockBytes)), a->dx);
+    acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(PairDotQ8(bp, *a)), scale, acc0);
+    b += 2;
   }
   __m512 tail[1] = {_mm512_add_ps(acc0, acc1)};
   for (; b < nb; ++b) StepQ8<1>(w, row_bytes, b, x, tail);
   return _mm512_reduce_add_ps(tail[0]);
-}
-
-// A Q4_0 block's 32 weights as u8 nibbles in element order: the low nibbles of its 16 bytes are
-// elements 0-15, the high ones 16-31.
-__m256i NibblesQ4(const std::byte* blk) {
-  const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-  const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
 }
 
 // Q4_0 (kFive false) and Q5_0: the unsigned values (0..15, 0..31) are the u8 operand and q the
@@ -135,54 +137,41 @@ inline __m512i OffsetDot(__m512i xq) {
   return _mm512_sub_epi32(_mm512_setzero_si512(), dot);
 }
 
-// A block's 32 values (Q5_0: nibbles at blk + 6, bit e of the 32-bit qh at blk + 2 as 16 on
-// element e).
-template <bool kFive>
-__m256i ValuesQ4(const std::byte* blk) {
-  if constexpr (!kFive) return NibblesQ4(blk);
-  std::uint32_t qh;
-  std::memcpy(&qh, blk + 2, 4);
-  return _mm256_or_si256(NibblesQ4(blk + 4), _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(16)));
-}
-
-// One block of R rows (a row's tail).
-template <int R, bool kFive>
-inline void StepQ4(const std::byte* w, std::size_t row_bytes, std::int64_t b, const ActQ8& x,
-                   __m512* acc) {
-  constexpr int kBytes = kFive ? kQ5BlockBytes : kQ4BlockBytes;
-  const __m512i xq = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b * kBlock)));
-  const __m512i offset = OffsetDot<kFive>(xq);
-  for (int i = 0; i < R; ++i) {
-    const std::byte* blk = w + i * row_bytes + b * kBytes;
-    const __m512i dot = _mm512_dpbusd_epi32(offset, _mm512_zextsi256_si512(ValuesQ4<kFive>(blk)), xq);
-    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(HalfAt(blk) * x.d[b]), acc[i]);
-  }
-}
-
 // A GEMV's activations for the Q4_0 / Q5_0 kernels, per group of 4 blocks, in the order of the
 // weights' nibbles: lo holds elements 0-15 of each block (16 bytes each, block order), hi elements
 // 16-31, so that a group's low and high nibbles dot into the same 4 lanes per block; offset is the
 // integer dot's initial value (-8 or -16 times the sum of each lane's activations, see
 // OffsetDot) and dx the activation scales, each spread over its block's 4 lanes. Built once per
-// GEMV call from the ActQ8, not once per row.
+// GEMV call from the ActQ8, not once per row. A row whose block count is not a multiple of 4
+// (SmolLM2-135M's 576 columns: 18 blocks) ends in a part group, whose missing blocks have zero
+// activations, offsets and scales here.
 struct GroupAct {
   __m512i lo, hi, offset;
   __m512 dx;
 };
 
+// The first `bytes` bytes (at most 64) of a load as a mask.
+inline __mmask64 FirstBytes(std::int64_t bytes) {
+  if (bytes <= 0) return 0;
+  return bytes >= 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
+}
+
 template <bool kFive>
-const GroupAct* PrepareGroups(const ActQ8& x, std::int64_t groups) {
+const GroupAct* PrepareGroups(const ActQ8& x, std::int64_t nb) {
+  const std::int64_t groups = (nb + 3) / 4;
   thread_local std::vector<GroupAct> storage;
   if (storage.size() < static_cast<std::size_t>(groups)) storage.resize(static_cast<std::size_t>(groups));
   const __m512i spread4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   for (std::int64_t g = 0; g < groups; ++g) {
     GroupAct& a = storage[static_cast<std::size_t>(g)];
-    const __m512i b01 = _mm512_loadu_si512(x.q + 4 * g * kBlock);
-    const __m512i b23 = _mm512_loadu_si512(x.q + (4 * g + 2) * kBlock);
+    const std::int64_t left = nb - 4 * g;  // blocks from this group's first on (4 or more: whole)
+    const __m512i b01 = _mm512_maskz_loadu_epi8(FirstBytes(left * kBlock), x.q + 4 * g * kBlock);
+    const __m512i b23 = _mm512_maskz_loadu_epi8(FirstBytes((left - 2) * kBlock), x.q + (4 * g + 2) * kBlock);
     a.lo = _mm512_shuffle_i64x2(b01, b23, _MM_SHUFFLE(2, 0, 2, 0));
     a.hi = _mm512_shuffle_i64x2(b01, b23, _MM_SHUFFLE(3, 1, 3, 1));
     a.offset = _mm512_add_epi32(OffsetDot<kFive>(a.lo), OffsetDot<kFive>(a.hi));
-    a.dx = _mm512_permutexvar_ps(spread4, _mm512_castps128_ps512(_mm_loadu_ps(x.d + 4 * g)));
+    const __mmask8 scales = left >= 4 ? 0xF : static_cast<__mmask8>((1u << left) - 1);
+    a.dx = _mm512_permutexvar_ps(spread4, _mm512_castps128_ps512(_mm_maskz_loadu_ps(scales, x.d + 4 * g)));
   }
   return storage.data();
 }
@@ -190,14 +179,20 @@ const GroupAct* PrepareGroups(const ActQ8& x, std::int64_t groups) {
 // The f16 scales of 4 consecutive blocks, each spread over its block's 4 lanes, and for Q5_0
 // the fifth bits: bit e of block k's qh is element e's, so bits 0-15 (the elements in lo) make
 // *mlo's bits 16 k + e and bits 16-31 *mhi's. All from one or two loads and one word permutation.
-template <bool kFive>
-inline __m512 GroupScales4(const std::byte* blk, __mmask64* mlo, __mmask64* mhi) {
+// kPart: only the first `n` blocks are there (a row's part group); the rest read as zero.
+template <bool kFive, bool kPart>
+inline __m512 GroupScales4(const std::byte* blk, int n, __mmask64* mlo, __mmask64* mhi) {
+  constexpr int kBytes = kFive ? kQ5BlockBytes : kQ4BlockBytes;
+  const auto load = [&](int at) {
+    return kPart ? _mm512_maskz_loadu_epi8(FirstBytes(n * kBytes - at), blk + at)
+                 : _mm512_loadu_si512(blk + at);
+  };
   __m512i words;
   if constexpr (!kFive) {
     // d at bytes 0, 18, 36, 54: words 0, 9, 18, 27 of one load, into words 16-31.
     alignas(64) static constexpr std::uint16_t kIdx[32] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                                            0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27};
-    words = _mm512_permutexvar_epi16(_mm512_load_si512(kIdx), _mm512_loadu_si512(blk));
+    words = _mm512_permutexvar_epi16(_mm512_load_si512(kIdx), load(0));
     (void)mlo;
     (void)mhi;
   } else {
@@ -206,8 +201,7 @@ inline __m512 GroupScales4(const std::byte* blk, __mmask64* mlo, __mmask64* mhi)
     alignas(64) static constexpr std::uint16_t kIdx[32] = {
         1, 12, 43, 54, 2, 13, 44, 55, 0, 0, 0, 0, 0, 0, 0, 0,
         0, 0, 0, 0, 11, 11, 11, 11, 42, 42, 42, 42, 53, 53, 53, 53};
-    words = _mm512_permutex2var_epi16(_mm512_loadu_si512(blk), _mm512_load_si512(kIdx),
-                                      _mm512_loadu_si512(blk + 24));
+    words = _mm512_permutex2var_epi16(load(0), _mm512_load_si512(kIdx), load(24));
     const __m128i bits = _mm512_castsi512_si128(words);
     *mlo = _cvtu64_mask64(static_cast<std::uint64_t>(_mm_cvtsi128_si64(bits)));
     *mhi = _cvtu64_mask64(static_cast<std::uint64_t>(_mm_extract_epi64(bits, 1)));
@@ -215,52 +209,59 @@ inline __m512 GroupScales4(const std::byte* blk, __mmask64* mlo, __mmask64* mhi)
   return _mm512_cvtph_ps(_mm512_extracti64x4_epi64(words, 1));
 }
 
-// A group's 64 nibble bytes (blocks in order, 16 bytes each).
-template <bool kFive>
-inline __m512i GroupNibbles(const std::byte* blk) {
+// A group's 64 nibble bytes (blocks in order, 16 bytes each); kPart: the first n blocks, zeros after.
+template <bool kFive, bool kPart>
+inline __m512i GroupNibbles(const std::byte* blk, int n) {
   constexpr int kBytes = kFive ? kQ5BlockBytes : kQ4BlockBytes;
   constexpr int kQs = kFive ? 6 : 2;  // offset of the nibbles in a block
-  const auto at = [&](int k) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + k * kBytes + kQs)); };
+  const auto at = [&](int k) {
+    const auto* p = reinterpret_cast<const __m128i*>(blk + k * kBytes + kQs);
+    return kPart ? _mm_maskz_loadu_epi8(k < n ? 0xFFFF : 0, p) : _mm_loadu_si128(p);
+  };
   const __m512i v = _mm512_castsi128_si512(at(0));
   return _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(v, at(1), 1), at(2), 2), at(3), 3);
 }
 
-// One row over prepared groups: per 4 blocks two integer dots into the same lanes, one FMA.
-template <bool kFive>
-float RowQ4(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const ActQ8& x,
-            const GroupAct* groups) {
-  constexpr int kBytes = kFive ? kQ5BlockBytes : kQ4BlockBytes;
-  const __m512i low4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
-  __m512 acc = _mm512_setzero_ps();
-  std::int64_t b = 0;
-  for (; b + 4 <= nb; b += 4) {
-    const std::byte* blk = w + b * kBytes;
-    for (int off = 0; off < 4 * kBytes; off += 64) __builtin_prefetch(blk + kGemvPrefetchBytes + off, 0, 3);
-    const GroupAct& g = groups[b / 4];
-    const __m512i n = GroupNibbles<kFive>(blk);
-    __m512i lo = _mm512_and_si512(n, low4);
-    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(n, 4), low4);
-    __mmask64 mlo = 0, mhi = 0;
-    const __m512 dw = GroupScales4<kFive>(blk, &mlo, &mhi);
-    if constexpr (kFive) {
-      lo = _mm512_mask_add_epi8(lo, mlo, lo, sixteen);  // nibbles < 16: adding is or-ing
-      hi = _mm512_mask_add_epi8(hi, mhi, hi, sixteen);
-    }
-    const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(g.offset, lo, g.lo), hi, g.hi);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, g.dx), acc);
+// acc += one group's scaled dot: its two integer dots into the same lanes, one FMA.
+template <bool kFive, bool kPart>
+inline __m512 GroupDot(const std::byte* blk, int n, const GroupAct& g, __m512 acc) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i n4 = GroupNibbles<kFive, kPart>(blk, n);
+  __m512i lo = _mm512_and_si512(n4, low4);
+  __m512i hi = _mm512_and_si512(_mm512_srli_epi16(n4, 4), low4);
+  __mmask64 mlo = 0, mhi = 0;
+  const __m512 dw = GroupScales4<kFive, kPart>(blk, n, &mlo, &mhi);
+  if constexpr (kFive) {
+    // Nibbles < 16: or-ing the fifth bit in is adding 16.
+    lo = _mm512_or_si512(lo, _mm512_maskz_mov_epi8(mlo, _mm512_set1_epi8(16)));
+    hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(mhi, _mm512_set1_epi8(16)));
   }
-  __m512 tail[1] = {acc};
-  for (; b < nb; ++b) StepQ4<1, kFive>(w, row_bytes, b, x, tail);
-  return _mm512_reduce_add_ps(tail[0]);
+  const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(g.offset, lo, g.lo), hi, g.hi);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, g.dx), acc);
+}
+
+// One row over prepared groups: the whole groups, then the part group if the row has one.
+template <bool kFive>
+float RowQ4(const std::byte* w, std::int64_t nb, const GroupAct* groups) {
+  constexpr int kGroupBytes = 4 * (kFive ? kQ5BlockBytes : kQ4BlockBytes);
+  __m512 acc = _mm512_setzero_ps();
+  const std::byte* const whole_end = w + nb / 4 * kGroupBytes;
+  const GroupAct* g = groups;
+  for (const std::byte* blk = w; blk != whole_end; blk += kGroupBytes, ++g) {
+    for (int off = 0; off < kGroupBytes; off += 64) __builtin_prefetch(blk + kGemvPrefetchBytes + off, 0, 3);
+    acc = GroupDot<kFive, false>(blk, 4, *g, acc);
+  }
+  if (nb % 4 != 0) acc = GroupDot<kFive, true>(whole_end, static_cast<int>(nb % 4), *g, acc);
+  return _mm512_reduce_add_ps(acc);
 }
 
 template <bool kFive>
 void MatVecQ4(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
               std::int64_t r0, std::int64_t r1) {
   const std::int64_t nb = cols / kBlock;
-  const GroupAct* groups = PrepareGroups<kFive>(x, nb / 4);
+  const GroupAct* groups = PrepareGroups<kFive>(x, nb);
   const auto* base = static_cast<const std::byte*>(w);
-  for (std::int64_t r = r0; r < r1; ++r) y[r] = RowQ4<kFive>(base + r * row_bytes, row_bytes, nb, x, groups);
+  for (std::int64_t r = r0; r < r1; ++r) y[r] = RowQ4<kFive>(base + r * row_bytes, nb, groups);
 }
 
 }  // namespace
@@ -289,7 +290,7 @@ void MatVecQ8_0(const void* w, std::size_t row_bytes, std::int64_t cols, const A
                 std::int64_t r0, std::int64_t r1) {
   const std::int64_t nb = cols / kBlock;
   const auto* base = static_cast<const std::byte*>(w);
-  const PairActQ8* pairs = PreparePairsQ8(x, nb / 4 * 2);
+  const PairActQ8* pairs = PreparePairsQ8(x, nb / 2);
   for (std::int64_t r = r0; r < r1; ++r) y[r] = RowQ8(base + r * row_bytes, row_bytes, nb, x, pairs);
 }
 
