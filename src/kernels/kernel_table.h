@@ -153,6 +153,13 @@ using MatVecActFn = MatVecActSig*;
 // On an AMD EPYC Zen 5 8 KiB decoded 1-6 % faster than the 2 KiB of the f32 / f16 kernels and
 // the 12 rows (4-60 KiB) of the others, and 4 or 16 KiB no better (docs/RESULTS.md, issue 14).
 inline constexpr std::size_t kGemvPrefetchBytes = 8192;
+// The plain types' GEMV (f32, f16; bf16 without AVX-512 BF16: DotRowSeq) prefetches only
+// this far ahead. With the weights on huge pages the hardware prefetcher streams them, and a
+// software prefetch 8 KiB ahead costs it: on an AMD EPYC Zen 5, tg128 with 256 B against 8 KiB
+// was 1.15-1.18x (Qwen2.5-0.5B F16), 1.10-1.23x (F32), SmolLM2-135M F32 1.0-1.14x; 128 B the
+// same as 256, 512 B 0.86x of it (docs/RESULTS.md, issue 14). The quantized kernels, whose loops
+// do more work per byte, keep kGemvPrefetchBytes (2 KiB: -10 % to +10 %, no pattern; 512 B: 0.9x).
+inline constexpr std::size_t kPlainGemvPrefetchBytes = 256;
 
 // The activations of up to kPanelTokens tokens of a decode batch for the batched integer-dot
 // kernels, interleaved so that one 64-byte vector holds 4 values of each of 16 tokens: for

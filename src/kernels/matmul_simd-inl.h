@@ -188,7 +188,7 @@ void RowDots(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const
 constexpr int kVecRows = 8;
 
 // A plain type's GEMV reads its rows one after another: one sequential stream per thread, which
-// the hardware prefetcher follows, with a software prefetch kGemvPrefetchBytes ahead of it. On an
+// the hardware prefetcher follows, with a software prefetch kPlainGemvPrefetchBytes ahead of it. On an
 // AMD EPYC Zen 5 this decoded the Qwen2.5-0.5B shape 1.2-1.3x (F16) and 1.15-1.2x (F32) faster
 // than kVecRows interleaved rows sharing each x load (docs/RESULTS.md, issue 14): the rows of a
 // decode GEMV are 1-20 KiB, so the interleaved kernel keeps 8 streams a row apart in flight.
@@ -198,7 +198,7 @@ float DotRowSeq(const std::byte* w, std::int64_t cols, const float* x) {
   V a0 = S::Zero(), a1 = S::Zero(), a2 = S::Zero(), a3 = S::Zero();
   std::int64_t k = 0;
   for (; k + 4 * L <= cols; k += 4 * L) {
-    const std::byte* p = w + k * Kind::kBytes + kGemvPrefetchBytes;
+    const std::byte* p = w + k * Kind::kBytes + kPlainGemvPrefetchBytes;
     for (int off = 0; off < kStepBytes; off += 64) __builtin_prefetch(p + off, 0, 3);
     a0 = S::Fma(Kind::Load(w, k), S::Load(x + k), a0);
     a1 = S::Fma(Kind::Load(w, k + L), S::Load(x + k + L), a1);
