@@ -150,8 +150,9 @@ using MatVecActFn = MatVecActSig*;
 
 // How far ahead the GEMVs that read a matrix's rows one after another (decode: one sequential
 // stream per thread) prefetch their weights, in bytes of that stream, whatever the row length.
-// On an AMD EPYC Zen 5 8 KiB decoded 1-6 % faster than the 2 KiB of the f32 / f16 kernels and
-// the 12 rows (4-60 KiB) of the others, and 4 or 16 KiB no better (docs/RESULTS.md, issue 14).
+// On an AMD EPYC Zen 5 (weights then mapped from the page cache) 8 KiB decoded 1-6 % faster than
+// 2 KiB and the 12 rows (4-60 KiB) of the quantized kernels, 4 or 16 KiB no better (docs/RESULTS.md,
+// issue 14); the plain types now use kPlainGemvPrefetchBytes below.
 inline constexpr std::size_t kGemvPrefetchBytes = 8192;
 // The plain types' GEMV (f32, f16; bf16 without AVX-512 BF16: DotRowSeq) prefetches only
 // this far ahead. With the weights on huge pages the hardware prefetcher streams them, and a
