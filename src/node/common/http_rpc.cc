@@ -78,6 +78,11 @@ Result<int> StartNodeHttp(httplib::Server& http, const std::string& host, int po
   const int bound = port == 0 ? http.bind_to_any_port(host) : (http.bind_to_port(host, port) ? port : -1);
   if (bound <= 0) return Unavailable("cannot bind HTTP on {}:{}", host, port);
   *thread = std::thread([&http] { http.listen_after_bind(); });
+  // httplib's stop() does nothing until the listening thread is running: a node stopped right
+  // after it started would otherwise wait on that thread forever.
+  const core::Deadline ready = core::Deadline::After(core::Seconds(10));
+  while (!http.is_running() && !ready.Expired()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!http.is_running()) return Unavailable("HTTP on {}:{} did not start within 10 s", host, bound);
   return bound;
 }
 

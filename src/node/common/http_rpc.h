@@ -50,7 +50,8 @@ httplib::Server::Handler Authenticated(RequestVerifier* verifier, core::Counter*
 
 // The part of a node's HTTP control plane every role has: adds GET /health (always "ok") and
 // GET /metrics (`metrics_text` per scrape), binds host:port (port 0: any free one), and serves
-// on `thread`. Returns the bound port; kUnavailable when it cannot bind.
+// on `thread`, returning once that thread listens (so http.stop() then ends it). Returns the
+// bound port; kUnavailable when it cannot bind.
 Result<int> StartNodeHttp(httplib::Server& http, const std::string& host, int port,
                           std::function<std::string()> metrics_text, std::thread* thread);
 
