@@ -9,17 +9,21 @@ Seconds CostModel::Roofline(double flops, double bytes) const {
          hw_.layer_overhead_s;
 }
 
+double CostModel::PrefillLayerFlops(int layer, std::int64_t n) const {
+  // Attention's FLOPs counted at the GEMMs' rate: the time they take at their own.
+  return shape_.LayerLinearFlopsPerToken() * static_cast<double>(n) +
+         shape_.LayerPrefillAttentionFlops(layer, n) * hw_.prefill_flops() / hw_.prefill_attention_flops();
+}
+
 Seconds CostModel::PrefillLayer(int layer, std::int64_t n) const {
-  const double flops = shape_.LayerLinearFlopsPerToken() * static_cast<double>(n) +
-                       shape_.LayerPrefillAttentionFlops(layer, n);
   const double bytes = shape_.LayerWeightBytes() + shape_.LayerKvBytes(layer, n);
-  return Roofline(flops, bytes);
+  return Roofline(PrefillLayerFlops(layer, n), bytes);
 }
 
 Seconds CostModel::PrefillLayerKvReady(int layer, std::int64_t n) const {
   const double tokens = static_cast<double>(n);
   const double qkv = 2.0 * tokens * shape_.n_embd * (shape_.q_dim() + 2.0 * shape_.kv_dim());
-  const double all = shape_.LayerLinearFlopsPerToken() * tokens + shape_.LayerPrefillAttentionFlops(layer, n);
+  const double all = PrefillLayerFlops(layer, n);
   return all > 0 ? PrefillLayer(layer, n) * qkv / all : 0.0;
 }
 

@@ -71,6 +71,8 @@ class CostModel {
 
  private:
   Seconds Roofline(double flops, double bytes) const;
+  // A prefill layer's FLOPs over n tokens, attention's weighted to the GEMMs' rate.
+  double PrefillLayerFlops(int layer, std::int64_t n) const;
   Hardware hw_;
   ModelShape shape_;
 };

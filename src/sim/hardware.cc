@@ -8,12 +8,35 @@
 namespace smartgen::sim {
 namespace {
 
-// Efficiency assumptions for the GPU presets (not measured here): prefill of 8-14B models
-// reaches about half of the dense tensor peak (vLLM/SGLang with FlashAttention report MFU of
-// 0.4-0.6 on long prompts) and a decode step about 0.75 of the memory bandwidth.
+// Efficiency factors of the GPU presets.
+// Ampere and Ada (A10, A100, L20): assumptions, not measured: prefill of 8-14B models reaches
+// about half of the dense tensor peak (vLLM/SGLang with FlashAttention report MFU of 0.4-0.6
+// on long prompts) and a decode step about 0.75 of the memory bandwidth.
 constexpr double kGpuComputeEff = 0.5;
 constexpr double kGpuMemEff = 0.75;
 constexpr double kGpuLayerOverhead = 15e-6;  // a few kernel launches per layer
+// Hopper (H100, H200: one GH100 chip), measured on an H200 (bench/gpu_presets.py, torch 2.11
+// + CUDA 13.0, 2026-12-04; docs/RESULTS.md "GPU preset figures measured on an H200"): the
+// linear layers of Llama-3.1-8B and Qwen3-14B as bf16 GEMMs at 2K-32K tokens ran at 651-763
+// TFLOP/s (0.66-0.77 of 989), causal attention through cuDNN's SDPA at 590-632 TFLOP/s from
+// 16K tokens (0.60-0.64; 0.43 at 4K; FlashAttention 2: 0.34), and one decode step's weight
+// products replayed from a CUDA graph at 3516-3745 GB/s (0.73-0.78 of 4.8 TB/s; a 4 GiB
+// device copy: 4218-4260). Attention over a subset of 16-token blocks (a split-K paged kernel
+// over a block table, then a log-sum-exp merge) took 30-33 us + bytes / 4.4 TB/s per layer,
+// dense attention 23 us + bytes / 4.4 TB/s: about 10 us more per selective layer.
+constexpr double kHopperComputeEff = 0.70;
+constexpr double kHopperAttentionEff = 0.60;
+constexpr double kHopperMemEff = 0.76;
+constexpr double kHopperSelectiveLayer = 10e-6;
+
+Hardware Hopper(Hardware h) {
+  h.compute_eff = kHopperComputeEff;
+  h.attention_compute_eff = kHopperAttentionEff;
+  h.mem_eff = kHopperMemEff;
+  h.selective_layer_s = kHopperSelectiveLayer;
+  h.source += "; efficiency measured on an H200 (bench/gpu_presets.py)";
+  return h;
+}
 
 Hardware Gpu(std::string name, double tflops, double gbs, double mem_gb, std::string source) {
   Hardware h;
@@ -69,8 +92,10 @@ constexpr std::string_view kHardwareNames[] = {"l20", "a10", "a100-80g", "h100",
 }  // namespace
 
 std::string Hardware::ToString() const {
-  return fmt::format("{}: {:.1f} TFLOP/s x {:.2f}, {:.0f} GB/s x {:.2f}, {:.0f} GB ({})", name,
-                     peak_flops / 1e12, compute_eff, mem_bytes_per_s / 1e9, mem_eff,
+  const std::string attention =
+      attention_compute_eff > 0 ? fmt::format(" (attention x {:.2f})", attention_compute_eff) : "";
+  return fmt::format("{}: {:.1f} TFLOP/s x {:.2f}{}, {:.0f} GB/s x {:.2f}, {:.0f} GB ({})", name,
+                     peak_flops / 1e12, compute_eff, attention, mem_bytes_per_s / 1e9, mem_eff,
                      memory_bytes / 1e9, source);
 }
 
@@ -103,12 +128,12 @@ Result<Hardware> HardwareByName(std::string_view name) {
                "TFLOPS dense, HBM2e 2039 GB/s");
   }
   if (name == "h100") {
-    return Gpu("h100", 989, 3350, 80, "NVIDIA H100 SXM datasheet: BF16 tensor 989 TFLOPS "
-               "dense, HBM3 3.35 TB/s");
+    return Hopper(Gpu("h100", 989, 3350, 80, "NVIDIA H100 SXM datasheet: BF16 tensor 989 TFLOPS "
+                      "dense, HBM3 3.35 TB/s"));
   }
   if (name == "h200") {
-    return Gpu("h200", 989, 4800, 141, "NVIDIA H200 SXM datasheet: BF16 tensor 989 TFLOPS "
-               "dense, 141 GB HBM3e 4.8 TB/s");
+    return Hopper(Gpu("h200", 989, 4800, 141, "NVIDIA H200 SXM datasheet: BF16 tensor 989 TFLOPS "
+                      "dense, 141 GB HBM3e 4.8 TB/s"));
   }
   if (name == "cpu") return Cpu();
   return NotFound("no hardware preset '{}'; known: l20 a10 a100-80g h100 h200 cpu", name);

@@ -1,10 +1,11 @@
 // Hardware: the compute node the simulator runs prefill and decode on, as data.
 //
 // A node is described by its peak dense FP16/BF16 tensor rate, its memory bandwidth, and the
-// share of each that an inference engine reaches (efficiency factors), plus two small fixed
-// costs. GPU figures are datasheet figures (cited per preset in hardware.cc); no GPU was
-// available to the project to measure them, so the efficiency factors are stated assumptions
-// (documented in docs/RESULTS.md, "Cluster simulator"), to be replaced by measurements.
+// share of each that an inference engine reaches (efficiency factors), plus small fixed
+// costs. GPU peaks are datasheet figures (cited per preset in hardware.cc). The efficiency
+// factors of the Hopper presets (H100, H200) were measured on an H200 (bench/gpu_presets.py,
+// docs/RESULTS.md "GPU preset figures measured on an H200"); those of the Ampere and Ada
+// presets (A10, A100, L20) are stated assumptions (docs/RESULTS.md, "Cluster simulator").
 // The CPU preset is the 2-core development machine, calibrated from measured figures
 // (docs/RESULTS.md) or from `smartgen bench engine --json` output (CalibrateCpu).
 //
@@ -23,7 +24,9 @@ struct Hardware {
   std::string name;
   double peak_flops = 0;        // dense FP16/BF16, FLOP/s
   double mem_bytes_per_s = 0;   // peak memory bandwidth, B/s
-  double compute_eff = 0.5;     // share of peak_flops prefill GEMMs and attention reach
+  double compute_eff = 0.5;     // share of peak_flops prefill GEMMs reach
+  // Share of peak_flops a prefill's causal attention reaches (its own kernel); 0 = compute_eff.
+  double attention_compute_eff = 0;
   double mem_eff = 0.75;        // share of the bandwidth a decode step reaches
   double memory_bytes = 0;      // device memory (0 = unbounded); bounds the decode batch's KV
   double layer_overhead_s = 0;  // per layer and step: kernel launches, thread-pool barriers
@@ -51,6 +54,9 @@ struct Hardware {
   std::string source;
 
   double prefill_flops() const { return peak_flops * compute_eff; }
+  double prefill_attention_flops() const {
+    return peak_flops * (attention_compute_eff > 0 ? attention_compute_eff : compute_eff);
+  }
   // A node of `gpus` such devices running the model tensor-parallel: peak rates and memory
   // scale with the count (the all-reduces are not modelled: an upper bound on the speed-up).
   Hardware Scaled(int gpus) const;

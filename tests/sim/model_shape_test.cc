@@ -147,5 +147,25 @@ TEST(CostModel, DecodeIsMemoryBoundAndPrefillComputeBound) {
   EXPECT_NEAR(c.Prefill(8192), t, 0.02 * t);
 }
 
+TEST(CostModel, PrefillAttentionRunsAtItsOwnRateWhereAPresetMeasuredOne) {
+  const ModelShape s = *ModelShapeByName("qwen3-14b");
+  const Hardware h200 = *HardwareByName("h200");
+  ASSERT_GT(h200.attention_compute_eff, 0);
+  ASSERT_NE(h200.attention_compute_eff, h200.compute_eff);
+  EXPECT_NE(h200.source.find("measured on an H200"), std::string::npos);
+  const CostModel c(h200, s);
+  const std::int64_t n = 32768;
+  const double linear = s.LayerLinearFlopsPerToken() * n / h200.prefill_flops();
+  const double attention = s.LayerPrefillAttentionFlops(0, n) / h200.prefill_attention_flops();
+  EXPECT_NEAR(c.PrefillLayer(0, n), linear + attention + h200.layer_overhead_s, 1e-9);
+  // The K/V rows are ready after the QKV projection: a share of the layer's time.
+  EXPECT_GT(c.PrefillLayerKvReady(0, n), 0);
+  EXPECT_LT(c.PrefillLayerKvReady(0, n), linear);
+  // A preset without its own attention rate runs attention at the GEMMs'.
+  const Hardware l20 = *HardwareByName("l20");
+  EXPECT_EQ(l20.attention_compute_eff, 0);
+  EXPECT_DOUBLE_EQ(l20.prefill_attention_flops(), l20.prefill_flops());
+}
+
 }  // namespace
 }  // namespace smartgen::sim
