@@ -73,6 +73,7 @@ void DecodeNode::StartStep() {
   ++steps_;
   step_start_ = queue_->now();
   step_stall_ = 0;
+  step_charged_ = false;
   members_.clear();
   step_extra_ = cost_->DecodeOutput(static_cast<int>(batch_.size()));
   // A step after an idle spell reads the weights cold (the node waited for a transfer or a
@@ -89,6 +90,7 @@ void DecodeNode::StartStep() {
           cost_->FirstTouch(r->mode == Mode::kColocated ? r->full_kv_bytes : r->needed_kv_bytes);
     }
   }
+  step_landed_ = MembersLanded();
   const ModelShape& s = cost_->shape();
   if (!any_selective) {
     // Dense step: one event.
@@ -121,7 +123,8 @@ void DecodeNode::Fetch(SimRequest* r, int layer, double blocks, Seconds delay) {
       return;
     }
     // Recorded with the pushes: what is still queued when the request ends is cancelled.
-    const std::uint64_t id = link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks] {
+    const std::uint64_t id = link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks, bytes] {
+      r->landed_bytes += bytes;
       r->kv->Landed(layer, blocks);
       hooks_.kv_changed(r);  // the cluster calls BlocksLanded
     });
@@ -141,7 +144,8 @@ void DecodeNode::MispredictFetch(SimRequest* r, int layer, double blocks, Second
       r->bytes[static_cast<int>(Path::kOnDemand)] -= bytes;
       return;
     }
-    const std::uint64_t id = link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks] {
+    const std::uint64_t id = link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks, bytes] {
+      r->landed_bytes += bytes;
       r->kv->MispredictedLanded(layer, blocks);
       hooks_.kv_changed(r);
     });
@@ -278,8 +282,27 @@ void DecodeNode::FinishLayer() {
   queue_->After(layer_rest_ + step_extra_, [this] { EndStep(); });
 }
 
+double DecodeNode::MembersLanded() const {
+  double b = 0;
+  for (const Member& m : members_) b += m.r->landed_bytes;
+  return b;
+}
+
 void DecodeNode::EndStep() {
   const Seconds now = queue_->now();
+  // The bytes that landed while the step computed took CPU from it: the step ends that much
+  // later (once; what lands during the extension is not charged). Its link waits left the
+  // cores free, so only the computing share of the step pays.
+  if (!step_charged_ && cost_->hardware().transfer_cpu_s_per_byte > 0 && now > step_start_) {
+    step_charged_ = true;
+    const double computing = 1.0 - std::min(1.0, step_stall_ / (now - step_start_));
+    const Seconds charge =
+        (MembersLanded() - step_landed_) * cost_->hardware().transfer_cpu_s_per_byte * computing;
+    if (charge > 0) {
+      queue_->After(charge, [this] { EndStep(); });
+      return;
+    }
+  }
   idle_since_ = now;
   worked_ = true;
   // The session's step figures (EWMA 0.8 / 0.2, as node/decode SmartgenSession keeps them).

@@ -73,6 +73,7 @@ class DecodeNode {
   void TryFinishLayer();
   void FinishLayer();
   void EndStep();
+  double MembersLanded() const;
   bool FitsMemory(const SimRequest* r) const;
 
   int index_;
@@ -97,6 +98,8 @@ class DecodeNode {
   bool layer_open_ = false;  // a layer runs (false from its end until the next starts)
   bool compute_done_ = false, deadline_passed_ = false;
   Seconds step_start_ = 0, step_stall_ = 0;      // the running step's start and link waits
+  double step_landed_ = 0;     // the members' landed_bytes when the step started
+  bool step_charged_ = false;  // the step paid for the bytes that landed during it
   Seconds layer_start_ = 0, layer_compute_ = 0;  // the running layer's (compute: up to its wait)
   Seconds layer_rest_ = 0;                        // its output projection and FFN, after the wait
 };

@@ -68,6 +68,13 @@ Hardware Gpu(std::string name, double tflops, double gbs, double mem_gb, std::st
 // for its KV took 1-6 ms longer over its first step than over its later ones: 81 GB/s over
 // SmolLM2-135M F16's weights, beyond a first touch of 52 GB/s over the KV (26 GB/s kept here:
 // the older sweeps', and the VM's figure before the RoPE table stopped growing mid-step).
+// The testbed's KV link is shaped TCP over loopback, both nodes on the same 2 cores: moving a
+// byte through it costs 8 ms of CPU per MB, sender and receiver together (`/usr/bin/time
+// smartgen bench transfer --link-gbps 0.1512 --bytes 32M --block-bytes 12K` on the
+// paravirtualised Zen 5 VM, 2026-12-04: 0.27 s of CPU for 34.6 MB; 2.3 ms per MB unshaped),
+// measured apart from any decode; a step's threads lose it while the stream lands.
+constexpr double kTestbedTransferCpuPerByte = 8e-3 / 1e6;
+
 Hardware Cpu() {
   Hardware h;
   h.name = "cpu";
@@ -83,6 +90,7 @@ Hardware Cpu() {
   h.attention_bytes_per_s = 11.3e9;
   h.wait_overrun_s = 0.045e-3;
   h.selective_layer_s = 0.08e-3;
+  h.transfer_cpu_s_per_byte = kTestbedTransferCpuPerByte;
   h.source = "2-core development machine, docs/RESULTS.md (engine performance, TTST sweep)";
   return h;
 }

@@ -46,6 +46,10 @@ struct Hardware {
   // weight products (the CPU engine's); 0 = K/V streams with the weights at the decode rate
   // (the GPU presets' roofline).
   double attention_bytes_per_s = 0;
+  // CPU time per KV byte that lands on a decode node while it computes a step: the receive
+  // path and, where both nodes share the cores (the testbed), the sender's, which the step's
+  // threads lose. 0 = none (the GPU presets: the NIC moves the bytes).
+  double transfer_cpu_s_per_byte = 0;
   // How late a bounded wait that runs to its bound ends (the decode thread's wake-up), s.
   double wait_overrun_s = 0;
   // A selective layer-step's own cost beyond scoring and attention (the residency look-ups,

@@ -77,7 +77,8 @@ void PrefillNode::Push(SimRequest* r, Path path, double bytes, bool start_condit
   r->bytes[static_cast<int>(path)] += bytes;
   // Proactive blocks are ranked and scattered: runs of about one block per frame.
   const double frame = path == Path::kProactive ? r->block_bytes : 0;
-  const std::uint64_t id = r->link->Send(path, bytes, [this, r, start_condition, pending] {
+  const std::uint64_t id = r->link->Send(path, bytes, [this, r, start_condition, pending, bytes] {
+    r->landed_bytes += bytes;
     if (start_condition) {
       --*pending;
       hooks_.kv_progress(r);
@@ -101,6 +102,7 @@ void PrefillNode::PushFirstStep(SimRequest* r) {
     if (blocks <= 0) continue;
     r->bytes[static_cast<int>(Path::kFirstStep)] += blocks * r->block_bytes;
     const std::uint64_t id = r->link->Send(Path::kFirstStep, blocks * r->block_bytes, [this, r, l, blocks] {
+      r->landed_bytes += blocks * r->block_bytes;
       r->kv->Landed(l, blocks);
       hooks_.kv_changed(r);
     }, r->block_bytes);
@@ -176,7 +178,8 @@ void PrefillNode::PostSpeculative(SimRequest* r) {
   if (blocks <= 0) return;
   r->spec_blocks_in_flight = blocks;
   r->bytes[static_cast<int>(Path::kSpeculative)] += blocks * bb;
-  r->spec_transfer = r->link->Send(Path::kSpeculative, blocks * bb, [this, r] {
+  r->spec_transfer = r->link->Send(Path::kSpeculative, blocks * bb, [this, r, blocks, bb] {
+    r->landed_bytes += blocks * bb;
     r->spec_transfer = 0;
     r->spec_blocks_in_flight = 0;
     r->kv->SpeculativeLanded();

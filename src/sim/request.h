@@ -56,6 +56,7 @@ struct SimRequest {
   double predicted_asked = 0;       // of those, blocks requested (once the guess paid)
   double mispredicted = 0;          // of those, blocks no step then selected
   double stall_s = 0;  // decode steps' waits for fetches, summed (the node's layer_stall_ms)
+  double landed_bytes = 0;  // KV bytes of it that landed on its decode node, every path
   // SmartGen transfers of this request on its link (pushes, first step, on-demand pulls): what
   // is still queued when it ends is cancelled, as the node's CancelRequest does.
   std::vector<std::pair<Path, std::uint64_t>> pushes;

@@ -156,6 +156,35 @@ TEST(SimModes, SmartgenBecomesExactWithALongOutput) {
   EXPECT_NEAR(s.tokens.back() - s.tokens[s.tokens.size() - 2], c.DecodeStep(1, kPrompt + 1998), 1e-9);
 }
 
+TEST(SimModes, BytesLandingWhileAStepComputesCostItTheTransfersCpu) {
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.smartgen = *ParseSmartgenSimOptions(LegacyNodeOptions());
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
+  const SimResult free_cpu = RunOne(spec, kPrompt, 2000);
+  spec.decode_hw.transfer_cpu_s_per_byte = 2e-9;  // 2 ms per MB
+  const SimResult shared = RunOne(spec, kPrompt, 2000);
+  const SimRequest& a = *free_cpu.requests[0];
+  const SimRequest& b = *shared.requests[0];
+  ASSERT_GE(b.exact, 0);
+  // Every byte sent for the request landed on the decode node (it became exact).
+  double sent = 0;
+  for (double x : b.bytes) sent += x;
+  EXPECT_NEAR(b.landed_bytes, sent, 1e-6 * sent);
+  // Decoding took longer, by no more than the CPU of every byte that landed.
+  const double decode_a = a.done - a.tokens[0], decode_b = b.done - b.tokens[0];
+  EXPECT_GT(decode_b, decode_a);
+  EXPECT_LT(decode_b - decode_a, b.landed_bytes * spec.decode_hw.transfer_cpu_s_per_byte);
+  // Once exact, nothing lands: the last steps are dense steps at full speed.
+  const CostModel c(spec.decode_hw, spec.model);
+  EXPECT_NEAR(b.tokens.back() - b.tokens[b.tokens.size() - 2], c.DecodeStep(1, kPrompt + 1998), 1e-9);
+  // A dense mode's transfer ends before decoding: its steps pay nothing.
+  spec.options.mode = Mode::kFull;
+  const SimResult full = RunOne(spec, kPrompt, 8);
+  spec.decode_hw.transfer_cpu_s_per_byte = 0;
+  const SimResult full_free = RunOne(spec, kPrompt, 8);
+  EXPECT_DOUBLE_EQ(full.requests[0]->done, full_free.requests[0]->done);
+}
+
 TEST(SimModes, BoundedWaitKeepsStepsWithinTheNodesBoundAndLeavesLateBlocksOut) {
   ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
   spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 4);
