@@ -15,6 +15,7 @@
 #include "node/decode/decode_node.h"
 #include "node/prefill/prefill_node.h"
 #include "node/router/router.h"
+#include "control_test_util.h"
 #include "node_test_util.h"
 
 namespace smartgen::node {
@@ -77,6 +78,11 @@ TEST(RouterFailover, OneOfTwoDecodeNodesKilledEveryRequestSucceeds) {
   rc.decode_nodes = {Address(d0->http_port()), Address(d1->http_port())};
   auto router = Router::Create(rc);
   ASSERT_TRUE(router.ok()) << router.status().ToString();
+  // Both nodes up before one dies (a first health check can time out on a loaded machine, as
+  // under ThreadSanitizer on 2 cores: the node is then taken in by a later check).
+  ASSERT_TRUE(testing::WaitUntil([&] { return (*router)->HealthReport()["decode"]["up"] == 2; },
+                                 core::Seconds(10)))
+      << (*router)->HealthReport().dump();
   const std::string dead = Address(d0->http_port());
   d0->Stop();
   const auto prompt = FailoverPrompt(24, 1);

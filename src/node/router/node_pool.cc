@@ -22,6 +22,7 @@ Result<std::unique_ptr<NodePool>> NodePool::Create(std::string role, const std::
   for (auto& n : pool->nodes_) {
     first.emplace_back([p = pool.get(), node = n.get()] {
       const Status st = p->Check(*node);
+      if (!st.ok()) SG_LOG_WARN("router", "{} node {} is not up yet: {}", p->role_, node->address.ToString(), st.ToString());
       p->SetUp(*node, st.ok(), st, false);
     });
   }
