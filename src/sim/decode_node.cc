@@ -111,21 +111,56 @@ void DecodeNode::StartStep() {
 
 void DecodeNode::Fetch(SimRequest* r, int layer, double blocks, Seconds delay) {
   if (blocks <= 0) return;
+  r->step_requested += blocks;
+  // Blocks come whole. Where a layer's expected demand is a sliver of a block (late steps: a
+  // few absent blocks a step over all the layers), the node has a whole block absent in a few
+  // layers and none in the rest, which do not wait. So a sliver is asked for without waiting
+  // and carried; the layer where the carry reaches a block pulls it all and waits for it.
+  // (Spread as slivers, every layer waited for a round trip: 30 per step.)
+  std::vector<std::pair<int, double>> riders;
+  if (blocks < 1.0) {
+    if (r->carry + blocks < 1.0) {
+      r->kv->Deferred(layer, blocks);
+      r->carried.emplace_back(layer, blocks);
+      r->carry += blocks;
+      return;
+    }
+    riders.swap(r->carried);
+    r->carry = 0;
+  }
   r->kv->Requested(layer, blocks);
-  const double bytes = blocks * r->block_bytes;
+  Pull(r, layer, blocks, std::move(riders), delay);
+}
+
+void DecodeNode::FlushCarry(SimRequest* r) {
+  if (r->carried.empty() || r->finished()) return;
+  std::vector<std::pair<int, double>> riders;
+  riders.swap(r->carried);
+  r->carry = 0;
+  Pull(r, -1, 0, std::move(riders), 0);
+}
+
+void DecodeNode::Pull(SimRequest* r, int layer, double blocks, std::vector<std::pair<int, double>> riders,
+                      Seconds delay) {
+  double total = blocks;
+  for (const auto& [l, n] : riders) total += n;
+  const double bytes = total * r->block_bytes;
   r->bytes[static_cast<int>(Path::kOnDemand)] += bytes;
   Link* link = r->link;
   // The request leaves `delay` from now, crosses to the prefill node (one way), the blocks come
   // back on the link.
-  queue_->After(delay + link->config().latency_s, [this, r, layer, blocks, bytes, link] {
+  queue_->After(delay + link->config().latency_s, [this, r, layer, blocks, bytes, link,
+                                                   riders = std::move(riders)]() mutable {
     if (r->finished()) {  // the request ended before its pull reached the prefill node
       r->bytes[static_cast<int>(Path::kOnDemand)] -= bytes;
       return;
     }
     // Recorded with the pushes: what is still queued when the request ends is cancelled.
-    const std::uint64_t id = link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks, bytes] {
+    const std::uint64_t id = link->Send(Path::kOnDemand, bytes, [this, r, layer, blocks, bytes,
+                                                                 riders = std::move(riders)] {
       r->landed_bytes += bytes;
-      r->kv->Landed(layer, blocks);
+      if (layer >= 0) r->kv->Landed(layer, blocks);
+      for (const auto& [l, n] : riders) r->kv->DeferredLanded(l, n);
       hooks_.kv_changed(r);  // the cluster calls BlocksLanded
     });
     r->pushes.push_back({Path::kOnDemand, id});
@@ -136,6 +171,7 @@ void DecodeNode::MispredictFetch(SimRequest* r, int layer, double blocks, Second
   blocks = r->kv->Mispredicted(layer, blocks);
   if (blocks <= 0) return;
   r->mispredicted += blocks;
+  r->step_requested += blocks;
   const double bytes = blocks * r->block_bytes;
   r->bytes[static_cast<int>(Path::kOnDemand)] += bytes;
   Link* link = r->link;
@@ -312,9 +348,14 @@ void DecodeNode::EndStep() {
     r->step_ms = r->step_ms == 0 ? step_ms : 0.8 * r->step_ms + 0.2 * step_ms;
     r->step_compute_ms = r->step_compute_ms == 0 ? own_ms : 0.8 * r->step_compute_ms + 0.2 * own_ms;
     r->stall_s += step_stall_;
+    r->stall_per_step_s.push_back(step_stall_);
+    r->requested_per_step.push_back(r->step_requested);
+    r->step_requested = 0;
   }
   std::vector<SimRequest*> still;
   for (SimRequest* r : batch_) {
+    // Slivers carried while nothing else is missing: the last absent blocks, pulled now.
+    if (r->kv != nullptr && r->kv->missing() - r->carry < 0.5) FlushCarry(r);
     r->tokens.push_back(now);
     ++r->decode_steps;
     if (static_cast<int>(r->tokens.size()) >= r->output_tokens) {

@@ -27,6 +27,7 @@
 
 #include <deque>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "sim/cost_model.h"
@@ -66,7 +67,15 @@ class DecodeNode {
   void Kick();
   void StartStep();
   void StartLayer(int layer);
+  // An on-demand fetch of `blocks` of the layer's wanted blocks, `delay` from now: whole
+  // blocks, or a sliver carried until the carry reaches one (the .cc says why).
   void Fetch(SimRequest* r, int layer, double blocks, Seconds delay);
+  // One pull on the link: the layer's blocks (layer -1: none) and the carried slivers riding
+  // with them.
+  void Pull(SimRequest* r, int layer, double blocks, std::vector<std::pair<int, double>> riders,
+            Seconds delay);
+  // The carried slivers, pulled without a layer waiting for them.
+  void FlushCarry(SimRequest* r);
   // A prediction's wrong blocks: fetched on demand, land as never-selected present blocks.
   void MispredictFetch(SimRequest* r, int layer, double blocks, Seconds delay);
   bool Awaiting(int layer) const;  // a member's requested blocks of `layer` are in flight

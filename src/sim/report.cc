@@ -71,6 +71,10 @@ nlohmann::json RequestRecord(const SimRequest& r) {
   j["bytes_over_full"] = r.full_kv_bytes > 0 ? total / r.full_kv_bytes : 0.0;
   j["cancelled_bytes"] = r.cancelled_bytes;
   j["stall_ms"] = r.stall_s * 1e3;
+  std::vector<double> stalls;
+  for (double st : r.stall_per_step_s) stalls.push_back(st * 1e3);
+  j["stall_ms_per_step"] = stalls;
+  j["blocks_requested_per_step"] = r.requested_per_step;
   j["predicted_blocks"] = r.predicted_checked;
   j["predicted_fetched_blocks"] = r.predicted_asked;
   j["mispredicted_blocks"] = r.mispredicted;

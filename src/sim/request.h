@@ -55,7 +55,14 @@ struct SimRequest {
   double predicted_checked = 0;     // blocks predictions guessed, scored (select::UsePrediction)
   double predicted_asked = 0;       // of those, blocks requested (once the guess paid)
   double mispredicted = 0;          // of those, blocks no step then selected
+  // On-demand slivers (fetches of less than a block) not yet pulled: (layer, blocks), and their
+  // sum (DecodeNode::Fetch).
+  std::vector<std::pair<int, double>> carried;
+  double carry = 0;
   double stall_s = 0;  // decode steps' waits for fetches, summed (the node's layer_stall_ms)
+  std::vector<double> stall_per_step_s;  // the same per decode step (stall_ms_per_step)
+  double step_requested = 0;  // blocks the running step asked for on demand
+  std::vector<double> requested_per_step;  // per decode step (blocks_requested_per_step)
   double landed_bytes = 0;  // KV bytes of it that landed on its decode node, every path
   // SmartGen transfers of this request on its link (pushes, first step, on-demand pulls): what
   // is still queued when it ends is cancelled, as the node's CancelRequest does.

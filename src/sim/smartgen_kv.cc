@@ -48,7 +48,7 @@ LayerDemand SmartgenKv::Select(int layer, int step, const SelectionStats& stats)
                                  : std::min(s.never, s.k * stats.Churn(step));
   const double repeats = s.k - fresh;
   const double repeat_absent =
-      s.selected > 0 ? repeats * (s.wanted + s.requested) / s.selected : 0.0;
+      s.selected > 0 ? repeats * (s.wanted + s.requested + s.deferred) / s.selected : 0.0;
   double fresh_absent = 0;
   if (fresh > 0 && s.never > 0) {
     const double p = s.never_present / s.never;
@@ -106,7 +106,7 @@ double SmartgenKv::present(int layer) const {
   const int i = index_[layer];
   if (i < 0) return 0;
   const Layer& s = layers_[i];
-  return s.edges + s.never_present + std::max(0.0, s.selected - s.wanted - s.requested);
+  return s.edges + s.never_present + std::max(0.0, s.selected - s.wanted - s.requested - s.deferred);
 }
 
 void SmartgenKv::Requested(int layer, double n) {
@@ -123,6 +123,22 @@ void SmartgenKv::Landed(int layer, double n) {
   if (i < 0) return;
   Layer& s = layers_[i];
   s.requested -= std::min(n, s.requested);
+}
+
+void SmartgenKv::Deferred(int layer, double n) {
+  const int i = index_[layer];
+  if (i < 0) return;
+  Layer& s = layers_[i];
+  n = std::clamp(n, 0.0, s.wanted);
+  s.wanted -= n;
+  s.deferred += n;
+}
+
+void SmartgenKv::DeferredLanded(int layer, double n) {
+  const int i = index_[layer];
+  if (i < 0) return;
+  Layer& s = layers_[i];
+  s.deferred -= std::min(n, s.deferred);
 }
 
 double SmartgenKv::in_flight(int layer) const {
@@ -189,7 +205,7 @@ void SmartgenKv::SpeculativeLanded() {
 
 double SmartgenKv::missing() const {
   double m = 0;
-  for (const Layer& s : layers_) m += (s.never - s.never_present) + s.wanted + s.requested;
+  for (const Layer& s : layers_) m += (s.never - s.never_present) + s.wanted + s.requested + s.deferred;
   return m;
 }
 

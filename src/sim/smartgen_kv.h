@@ -6,8 +6,10 @@
 //            selected (the on-demand sinks/local window);
 //   never-selected blocks: present (proactive or speculative), in a speculative batch on the
 //            wire, or absent;
-//   selected blocks (by some step): present, requested (fetch on the wire), or wanted (absent,
-//            not yet requested: a bounded fetch left them for a later step).
+//   selected blocks (by some step): present, requested (fetch on the wire), wanted (absent,
+//            not yet requested: a bounded fetch left them for a later step), or deferred
+//            (asked for, not awaited: a sliver of a block that rides with a later pull, see
+//            DecodeNode::Fetch).
 // The prefill node's first step (PlanFirstStep) pre-selects, per layer, the absent part of
 // step 1's selection, up to its cap: those blocks are selected and requested (pushed at
 // on-demand priority) before the decode node's step 1, which then selects them again.
@@ -71,7 +73,11 @@ class SmartgenKv {
   // The decode node requested `n` of the layer's wanted blocks (<= to_fetch) / they landed.
   void Requested(int layer, double n);
   void Landed(int layer, double n);
-  double in_flight(int layer) const;
+  // The decode node asked for `n` of the layer's wanted blocks without waiting for them (they
+  // travel with a later pull) / they landed.
+  void Deferred(int layer, double n);
+  void DeferredLanded(int layer, double n);
+  double in_flight(int layer) const;  // requested: what the layer waits for
   double wanted(int layer) const;  // selected, absent, not requested
 
   // Speculative: takes up to max_blocks never-requested absent blocks, spread over layers in
@@ -103,6 +109,7 @@ class SmartgenKv {
     double never_pred = 0;  // fetched by a wrong prediction, on the wire
     double wanted = 0;    // selected, absent, not requested
     double requested = 0; // selected, fetch on the wire
+    double deferred = 0;  // selected, asked for, not awaited
     double selected = 0;  // ever selected (score-selected)
     double p0 = 0;        // never-selected share present when decoding starts (proactive)
     double first = 0;     // pre-selected by the prefill node's first step

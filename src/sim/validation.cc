@@ -388,6 +388,8 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
                         {"e2e_ms", sim["e2e_ms"]},
                         {"bytes_over_full", sim["bytes_over_full"]},
                         {"stall_ms", sim["stall_ms"]},
+                        {"stall_ms_per_step", sim["stall_ms_per_step"]},
+                        {"token_gaps_ms", sim["token_gaps_ms"]},
                         {"time_to_exact_ms", sim["time_to_exact_ms"]},
                         {"bytes", sim["bytes"]}};
     const nlohmann::json e_ttst = RelErr(get("ttst_ms"), m.ttst_ms);

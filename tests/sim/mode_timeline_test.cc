@@ -205,6 +205,41 @@ TEST(SimModes, BoundedWaitKeepsStepsWithinTheNodesBoundAndLeavesLateBlocksOut) {
   EXPECT_GT(b["present_share"].get<double>(), 0.5);
 }
 
+TEST(SimModes, ALayerWaitsOnlyWhereTheStepsAbsentBlocksMakeAWholeOne) {
+  // Late in a request a step misses a few blocks over all 30 layers. On the node a few layers
+  // miss a whole block and wait a round trip for it; the others miss none and do not wait
+  // (DecodeNode::Fetch carries the slivers of expected demand until they make a block).
+  constexpr double kOneWay = 0.002;
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1, kOneWay);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 2);
+  spec.options.smartgen.wait_bound_ms = kWaitUntilLandedMs;
+  spec.options.smartgen.predict_next = false;
+  const SimResult result = RunOne(spec, kPrompt, 48);
+  const SimRequest& r = *result.requests[0];
+  ASSERT_EQ(r.stall_per_step_s.size(), r.requested_per_step.size());
+  const double rate = spec.options.link.gbps * 1e9 / 8;
+  int sliver_steps = 0;
+  double sliver_stall = 0;
+  for (std::size_t i = 1; i < r.requested_per_step.size(); ++i) {
+    const double asked = r.requested_per_step[i];
+    if (asked <= 0 || asked >= spec.model.n_layers / 3.0) continue;
+    ++sliver_steps;
+    sliver_stall += r.stall_per_step_s[i];
+    // At most one waiting layer per whole block asked, plus one for the carry from the step
+    // before; each waits a round trip, a frame ahead of it on the wire and its blocks.
+    const double per_layer = 2 * kOneWay + (EngineFrameBytes(spec.options.link.gbps) + (asked + 1) * r.block_bytes) / rate;
+    EXPECT_LE(r.stall_per_step_s[i], (std::floor(asked) + 1) * per_layer + 1e-9) << "step " << i + 1;
+  }
+  ASSERT_GE(sliver_steps, 10);
+  // Every layer waiting a round trip would have cost this much.
+  EXPECT_LT(sliver_stall, 0.25 * sliver_steps * spec.model.n_layers * 2 * kOneWay);
+  EXPECT_GT(sliver_stall, 0);
+  // No block is lost: what was asked for was pulled, or is still carried.
+  double asked = 0;
+  for (double q : r.requested_per_step) asked += q;
+  EXPECT_NEAR(r.bytes[static_cast<int>(Path::kOnDemand)] / r.block_bytes + r.carry, asked, 1e-6 * asked);
+}
+
 TEST(SimModes, AFetchOverlapsOnlyTheLayersAttentionNotItsWeightProducts) {
   // As on the node (node/decode/smartgen_session.cc): a layer asks for its missing blocks after
   // the QKV projection and scoring, waits after local attention, and runs the output

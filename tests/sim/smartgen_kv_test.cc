@@ -102,6 +102,25 @@ TEST(SmartgenKv, AWrongPredictionFetchesNeverSelectedBlocksThatThenArePresent) {
   EXPECT_LE(kv.Mispredicted(5, 1e9), kv.layer_blocks(5) - kv.present(5) + 1e-9);
 }
 
+TEST(SmartgenKv, DeferredBlocksAreMissingButNotWaitedFor) {
+  const Fixture f(18.3e6);
+  SmartgenKv kv = f.Make();
+  const SelectionStats stats = *SelectionStatsByName("random-weights");
+  kv.Select(3, 1, stats);
+  const double wanted = kv.wanted(3), present = kv.present(3), missing = kv.missing();
+  ASSERT_GT(wanted, 0.5);
+  kv.Deferred(3, 0.4);
+  EXPECT_NEAR(kv.wanted(3), wanted - 0.4, 1e-12);
+  EXPECT_DOUBLE_EQ(kv.in_flight(3), 0.0);  // the layer does not wait for them
+  EXPECT_NEAR(kv.present(3), present, 1e-12);
+  EXPECT_NEAR(kv.missing(), missing, 1e-12);
+  kv.DeferredLanded(3, 0.4);
+  EXPECT_NEAR(kv.present(3), present + 0.4, 1e-12);
+  EXPECT_NEAR(kv.missing(), missing - 0.4, 1e-12);
+  kv.Deferred(3, 1e9);  // never more than is wanted
+  EXPECT_DOUBLE_EQ(kv.wanted(3), 0.0);
+}
+
 TEST(SmartgenKv, WindowLayersArePushedWholeAndNeverSelective) {
   SmartgenSimOptions options;
   const ModelShape gemma = *ModelShapeByName("gemma-3-12b");
