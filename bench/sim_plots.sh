@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The simulator's figures in docs/RESULTS.md ("A setup like the paper's", "Load study"): runs the
-# simulations (deterministic, about 20 s in all) and redraws docs/sim_paper_ttst.png and
-# docs/sim_load.png.
+# simulations (deterministic, about 20 s in all), redraws docs/sim_paper_ttst.png and
+# docs/sim_load.png and prints the sections' tables to OUT/tables.md (scripts/sim_tables.py).
 #   bench/sim_plots.sh [SMARTGEN_BINARY] [OUT_DIR]
 # The plots need matplotlib: Debian's python3-matplotlib (scripts/setup.sh installs it), so the
 # default interpreter is /usr/bin/python3, not whatever python3 comes first on PATH (PYTHON=...).
@@ -47,4 +47,5 @@ load() {  # prefill nodes, decode nodes, modes, options
   --series mode,options.proactive_rate \
   --y result.goodput.requests_per_s,result.ttst_ms.p90,result.links.0.utilisation --logy 0,1,0 \
   --title "Llama-3.1-8B, 8xL20, shared 25 Gbit/s:"
-echo "data: $OUT/paper.jsonl $OUT/load.jsonl; plots: docs/sim_paper_ttst.png docs/sim_load.png"
+"$PYTHON" scripts/sim_tables.py "$OUT/paper.jsonl" "$OUT/load.jsonl" > "$OUT/tables.md"
+echo "data: $OUT/paper.jsonl $OUT/load.jsonl; plots: docs/sim_paper_ttst.png docs/sim_load.png; tables (docs/RESULTS.md): $OUT/tables.md"
