@@ -87,8 +87,9 @@ if fit:
     touch_s = "%.1f GB/s of KV" % (touch / 1e9) if touch > 0 else "none (first steps no longer than the median)"
     cold = fit.get("cold_read_bytes_per_s", 0)
     cold_s = "%.0f GB/s of weights" % (cold / 1e9) if cold > 0 else "none"
-    print("calibration fitted: attention %.1f GB/s of K/V, first touch %s, cold first step %s" %
-          (fit.get("attention_bytes_per_s", 0) / 1e9, touch_s, cold_s))
+    print("calibration fitted: attention %.1f GB/s of K/V, first touch %s, cold first step %s, "
+          "a selective layer's own cost %.0f us" %
+          (fit.get("attention_bytes_per_s", 0) / 1e9, touch_s, cold_s, fit.get("selective_layer_s", 0) * 1e6))
     print()
 summary("within 15 % (share of records; n):", v["summary"])
 if any(p["n"] > 1 for p in v.get("points", [])):

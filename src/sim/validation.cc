@@ -11,6 +11,7 @@
 #include "sim/cost_model.h"
 #include "sim/model_shape.h"
 #include "sim/report.h"
+#include "sim/validation_fit.h"
 
 namespace smartgen::sim {
 namespace {
@@ -27,74 +28,6 @@ bool HasSelection(const MeasuredRecord& m) { return m.selection.is_object() && !
 nlohmann::json RelErr(double sim, double measured) {
   if (!(measured > 0) || !(sim >= 0)) return nullptr;
   return sim / measured - 1.0;
-}
-
-// Least-squares slope of the colocated records' decode step (median gap, else mean TBT) over
-// their mean context, as a K/V read rate: KV bytes per key and layer / (slope / layers).
-// 0 when fewer than two prompt lengths or the steps do not grow with the context.
-double FitAttentionRate(
-    const std::map<std::pair<std::int64_t, double>, const MeasuredRecord*>& colocated,
-    const ModelShape& shape) {
-  std::vector<std::pair<double, double>> points;  // (context, step s)
-  std::set<std::int64_t> lengths;
-  for (const auto& [key, r] : colocated) {
-    const double ms = r->median_gap_ms > 0 ? r->median_gap_ms : r->mean_tbt_ms;
-    if (ms <= 0) continue;
-    points.emplace_back(static_cast<double>(r->prompt_tokens + r->output_tokens / 2), ms / 1e3);
-    lengths.insert(r->prompt_tokens);
-  }
-  if (lengths.size() < 2) return 0;
-  double mx = 0, my = 0;
-  for (const auto& [x, y] : points) {
-    mx += x;
-    my += y;
-  }
-  mx /= static_cast<double>(points.size());
-  my /= static_cast<double>(points.size());
-  double sxy = 0, sxx = 0;
-  for (const auto& [x, y] : points) {
-    sxy += (x - mx) * (y - my);
-    sxx += (x - mx) * (x - mx);
-  }
-  const double slope = sxx > 0 ? sxy / sxx : 0;  // s per key of context, all layers
-  if (slope <= 0) return 0;
-  return shape.KvBytesPerTokenLayer() * shape.n_layers / slope;
-}
-
-// The first-touch rate (Hardware::first_touch_bytes_per_s) from the colocated records: how
-// much longer their first decode step (TTST) took than their median step, pooled over every
-// record as KV bytes / excess time. -1 when no record has both figures; 0 (no first-touch cost)
-// when the first steps are not longer than the median ones.
-double FitFirstTouchRate(const std::vector<const MeasuredRecord*>& colocated, const ModelShape& shape) {
-  double bytes = 0, excess_s = 0;
-  int n = 0;
-  for (const MeasuredRecord* r : colocated) {
-    if (r->median_gap_ms <= 0 || r->ttst_ms <= 0) continue;
-    bytes += shape.KvBytes(r->prompt_tokens);
-    excess_s += (r->ttst_ms - r->median_gap_ms) / 1e3;
-    ++n;
-  }
-  if (n == 0) return -1;
-  return excess_s > 0 ? bytes / excess_s : 0.0;
-}
-
-// The cold-read rate (Hardware::cold_read_bytes_per_s) from the records whose decode node sat
-// idle until its KV was complete (full, layerwise): how much longer their first decode step took
-// than their median one, less the first-touch cost the model charges it already, pooled as
-// weight bytes / excess time. -1 when no record has the figure; 0 when the first steps are not
-// longer.
-double FitColdReadRate(const std::vector<MeasuredRecord>& records, const CostModel& cost) {
-  double bytes = 0, excess_s = 0;
-  int n = 0;
-  for (const MeasuredRecord& r : records) {
-    if ((r.mode != Mode::kFull && r.mode != Mode::kLayerwise) || r.first_step_excess_ms < 0) continue;
-    const double kv = r.kv_bytes > 0 ? r.kv_bytes : cost.shape().KvBytes(r.prompt_tokens);
-    bytes += cost.shape().WeightBytes();
-    excess_s += r.first_step_excess_ms / 1e3 - cost.FirstTouch(kv);
-    ++n;
-  }
-  if (n == 0) return -1;
-  return excess_s > 0 ? bytes / excess_s : 0.0;
 }
 
 double Median(std::vector<double> v) {
@@ -224,6 +157,27 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
       if (waited > 0 && r.stall_ms >= 0) {
         r.wait_overrun_ms = std::max(0.0, (r.stall_ms - Num(p, "wait_bound", 0)) / waited);
       }
+      r.selective_layer_steps = static_cast<int>(Num(j, "selective_layer_steps", 0));
+    }
+    if (j.contains("selective_ms_per_step") && j["selective_ms_per_step"].is_object()) {
+      const nlohmann::json& p = j["selective_ms_per_step"];
+      const auto series = [&](const char* k) {
+        std::vector<double> v;
+        if (p.contains(k) && p[k].is_array()) {
+          for (const auto& x : p[k]) v.push_back(x.is_number() ? x.get<double>() : 0.0);
+        }
+        return v;
+      };
+      const std::vector<double> own = series("own"), select = series("select"),
+                                local = series("local_attention"), merge = series("merge_and_stats");
+      if (own.size() >= 2 && select.size() == own.size() && local.size() == own.size() &&
+          merge.size() == own.size()) {
+        r.selective_steps = static_cast<int>(own.size());
+        for (std::size_t i = 1; i < own.size(); ++i) {  // step 1 pays first-touch and cold reads
+          r.selective_own_ms += own[i] / static_cast<double>(own.size() - 1);
+          r.selective_parts_ms += (select[i] + local[i] + merge[i]) / static_cast<double>(own.size() - 1);
+        }
+      }
     }
     if (j.contains("step_ms_per_step") && j["step_ms_per_step"].is_array() && j["step_ms_per_step"].size() >= 3) {
       std::vector<double> steps;
@@ -259,21 +213,27 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
   // lengths): what a decode step's attention costs per key on this machine.
   Hardware cpu = options.cpu;
   if (options.calibration != Calibration::kPreset && cpu.attention_bytes_per_s > 0) {
-    const double rate = FitAttentionRate(colocated, shape);
+    const double rate = internal::FitAttentionRate(colocated, shape);
     if (rate > 0) cpu.attention_bytes_per_s = rate;
   }
   // The first-touch cost of a freshly written KV cache, from every colocated first step.
   if (options.calibration != Calibration::kPreset && cpu.first_touch_bytes_per_s > 0) {
     std::vector<const MeasuredRecord*> all;
     for (const auto& [key, r] : colocated_rep) all.push_back(r);
-    const double rate = FitFirstTouchRate(all, shape);
+    const double rate = internal::FitFirstTouchRate(all, shape);
     if (rate >= 0) cpu.first_touch_bytes_per_s = rate;
   }
   // The cold-read cost of a decode node's first step after idling, from the dense transfer
   // modes' first steps (the SmartGen records it is then checked against are not used); none
   // where the records do not say (older sweeps, recorded before the engine kept step times).
   if (options.calibration != Calibration::kPreset && cpu.cold_read_bytes_per_s > 0) {
-    cpu.cold_read_bytes_per_s = std::max(0.0, FitColdReadRate(records, CostModel(cpu, shape)));
+    cpu.cold_read_bytes_per_s = std::max(0.0, internal::FitColdReadRate(records, CostModel(cpu, shape)));
+  }
+  // A selective layer's own cost, from the SmartGen records' step phases (their waits, which
+  // the simulation then predicts, do not enter it).
+  if (options.calibration != Calibration::kPreset) {
+    const double cost = internal::FitSelectiveLayerCost(records, colocated_rep, CostModel(cpu, shape));
+    if (cost >= 0) cpu.selective_layer_s = std::max(0.0, cost);
   }
 
   nlohmann::json rows = nlohmann::json::array();
@@ -455,7 +415,8 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
       // What the calibration fitted across the records (the preset's values otherwise).
       {"fitted", {{"attention_bytes_per_s", cpu.attention_bytes_per_s},
                   {"first_touch_bytes_per_s", cpu.first_touch_bytes_per_s},
-                  {"cold_read_bytes_per_s", cpu.cold_read_bytes_per_s}}},
+                  {"cold_read_bytes_per_s", cpu.cold_read_bytes_per_s},
+                  {"selective_layer_s", cpu.selective_layer_s}}},
       {"selection_stats", options.replay_selection ? "replay (" + options.stats.name + " elsewhere)" : options.stats.name},
       {"records", rows},
       {"summary", summary},

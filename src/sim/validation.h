@@ -68,6 +68,11 @@ struct MeasuredRecord {
   // SmartGen, from the node's selective_ms (0 = not recorded): a selective layer-step's
   // selection time, and how far its waits ran past their bounds (stall - bounds, per wait).
   double select_ms_per_layer_step = 0, wait_overrun_ms = 0;
+  // SmartGen, from the node's selective_ms_per_step (steps 2 on; 0 = not recorded): steps with
+  // selective layers, layer-steps in all, and per step the own time (duration less waits) and
+  // its selection + local attention + merge.
+  int selective_steps = 0, selective_layer_steps = 0;
+  double selective_own_ms = 0, selective_parts_ms = 0;
   // The decode engine's step durations (step_ms_per_step): how much longer its first step took
   // than the median of the rest, ms; unset (-1) when not recorded.
   double first_step_excess_ms = -1;

@@ -1,0 +1,93 @@
+#include "sim/validation_fit.h"
+
+#include <algorithm>
+#include <set>
+
+namespace smartgen::sim::internal {
+
+double FitAttentionRate(
+    const std::map<std::pair<std::int64_t, double>, const MeasuredRecord*>& colocated,
+    const ModelShape& shape) {
+  std::vector<std::pair<double, double>> points;  // (context, step s)
+  std::set<std::int64_t> lengths;
+  for (const auto& [key, r] : colocated) {
+    const double ms = r->median_gap_ms > 0 ? r->median_gap_ms : r->mean_tbt_ms;
+    if (ms <= 0) continue;
+    points.emplace_back(static_cast<double>(r->prompt_tokens + r->output_tokens / 2), ms / 1e3);
+    lengths.insert(r->prompt_tokens);
+  }
+  if (lengths.size() < 2) return 0;
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : points) {
+    mx += x;
+    my += y;
+  }
+  mx /= static_cast<double>(points.size());
+  my /= static_cast<double>(points.size());
+  double sxy = 0, sxx = 0;
+  for (const auto& [x, y] : points) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) * (x - mx);
+  }
+  const double slope = sxx > 0 ? sxy / sxx : 0;  // s per key of context, all layers
+  if (slope <= 0) return 0;
+  return shape.KvBytesPerTokenLayer() * shape.n_layers / slope;
+}
+
+double FitFirstTouchRate(const std::vector<const MeasuredRecord*>& colocated, const ModelShape& shape) {
+  double bytes = 0, excess_s = 0;
+  int n = 0;
+  for (const MeasuredRecord* r : colocated) {
+    if (r->median_gap_ms <= 0 || r->ttst_ms <= 0) continue;
+    bytes += shape.KvBytes(r->prompt_tokens);
+    excess_s += (r->ttst_ms - r->median_gap_ms) / 1e3;
+    ++n;
+  }
+  if (n == 0) return -1;
+  return excess_s > 0 ? bytes / excess_s : 0.0;
+}
+
+double FitColdReadRate(const std::vector<MeasuredRecord>& records, const CostModel& cost) {
+  double bytes = 0, excess_s = 0;
+  int n = 0;
+  for (const MeasuredRecord& r : records) {
+    if ((r.mode != Mode::kFull && r.mode != Mode::kLayerwise) || r.first_step_excess_ms < 0) continue;
+    const double kv = r.kv_bytes > 0 ? r.kv_bytes : cost.shape().KvBytes(r.prompt_tokens);
+    bytes += cost.shape().WeightBytes();
+    excess_s += r.first_step_excess_ms / 1e3 - cost.FirstTouch(kv);
+    ++n;
+  }
+  if (n == 0) return -1;
+  return excess_s > 0 ? bytes / excess_s : 0.0;
+}
+
+double FitSelectiveLayerCost(
+    const std::vector<MeasuredRecord>& records,
+    const std::map<std::tuple<std::int64_t, double, int>, const MeasuredRecord*>& colocated_rep,
+    const CostModel& cost) {
+  const ModelShape& shape = cost.shape();
+  std::vector<double> per_layer;
+  for (const MeasuredRecord& r : records) {
+    if (r.mode != Mode::kSmartgen || r.selective_steps < 2 ||
+        r.selective_layer_steps < r.selective_steps * shape.n_layers) {
+      continue;
+    }
+    const auto coloc = colocated_rep.find({r.prompt_tokens, r.ratio, r.rep});
+    if (coloc == colocated_rep.end() || coloc->second->median_gap_ms <= 0) continue;
+    const std::int64_t context = r.prompt_tokens + r.output_tokens / 2;
+    Seconds attention = 0;
+    for (int l = 0; l < shape.n_layers; ++l) {
+      attention += cost.DecodeAttention(static_cast<double>(shape.LayerKvTokens(l, context)));
+    }
+    const Seconds dense_rest = coloc->second->median_gap_ms / 1e3 - attention;
+    const Seconds own = r.selective_own_ms / 1e3;
+    const Seconds landing = r.link_mbps * 1e6 / 8 * own * cost.hardware().transfer_cpu_s_per_byte;
+    per_layer.push_back((own - r.selective_parts_ms / 1e3 - dense_rest - landing) / shape.n_layers);
+  }
+  if (per_layer.empty()) return -1;
+  std::sort(per_layer.begin(), per_layer.end());
+  const std::size_t n = per_layer.size();
+  return n % 2 == 1 ? per_layer[n / 2] : 0.5 * (per_layer[n / 2 - 1] + per_layer[n / 2]);
+}
+
+}  // namespace smartgen::sim::internal
