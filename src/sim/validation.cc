@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -232,8 +233,8 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
   // A selective layer's own cost, from the SmartGen records' step phases (their waits, which
   // the simulation then predicts, do not enter it).
   if (options.calibration != Calibration::kPreset) {
-    const double cost = internal::FitSelectiveLayerCost(records, colocated_rep, CostModel(cpu, shape));
-    if (cost >= 0) cpu.selective_layer_s = std::max(0.0, cost);
+    const std::optional<double> cost = internal::FitSelectiveLayerCost(records, colocated_rep, CostModel(cpu, shape));
+    if (cost.has_value()) cpu.selective_layer_s = std::max(0.0, *cost);
   }
 
   nlohmann::json rows = nlohmann::json::array();

@@ -61,7 +61,7 @@ double FitColdReadRate(const std::vector<MeasuredRecord>& records, const CostMod
   return excess_s > 0 ? bytes / excess_s : 0.0;
 }
 
-double FitSelectiveLayerCost(
+std::optional<double> FitSelectiveLayerCost(
     const std::vector<MeasuredRecord>& records,
     const std::map<std::tuple<std::int64_t, double, int>, const MeasuredRecord*>& colocated_rep,
     const CostModel& cost) {
@@ -84,7 +84,7 @@ double FitSelectiveLayerCost(
     const Seconds landing = r.link_mbps * 1e6 / 8 * own * cost.hardware().transfer_cpu_s_per_byte;
     per_layer.push_back((own - r.selective_parts_ms / 1e3 - dense_rest - landing) / shape.n_layers);
   }
-  if (per_layer.empty()) return -1;
+  if (per_layer.empty()) return std::nullopt;
   std::sort(per_layer.begin(), per_layer.end());
   const std::size_t n = per_layer.size();
   return n % 2 == 1 ? per_layer[n / 2] : 0.5 * (per_layer[n / 2 - 1] + per_layer[n / 2]);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -39,8 +40,9 @@ double FitColdReadRate(const std::vector<MeasuredRecord>& records, const CostMod
 // its waits) less its selection, local attention and merge, less the dense step without its
 // attention (the same repetition's colocated median step less `cost`'s attention at that
 // context), less the CPU of the bytes landing meanwhile (`cost`'s transfer_cpu_s_per_byte at
-// the link's rate), per layer; the median over the records. -1 when no record has the figures.
-double FitSelectiveLayerCost(
+// the link's rate), per layer; the median over the records (it may be negative: the dense
+// step's measurement noise). Empty when no record has the figures.
+std::optional<double> FitSelectiveLayerCost(
     const std::vector<MeasuredRecord>& records,
     const std::map<std::tuple<std::int64_t, double, int>, const MeasuredRecord*>& colocated_rep,
     const CostModel& cost);

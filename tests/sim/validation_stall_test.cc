@@ -72,11 +72,11 @@ TEST(SimValidation, ASelectiveLayersOwnCostIsWhatItsStepPhasesLeave) {
   const double own_s = (9.0e-3 - attention + 1.5e-3 + 30 * 20e-6) / (1 - 5e6 * cost.hardware().transfer_cpu_s_per_byte);
   sg.selective_own_ms = own_s * 1e3;
   std::map<std::tuple<std::int64_t, double, int>, const MeasuredRecord*> colocated_rep = {{{2048, 4.0, 0}, &coloc}};
-  EXPECT_NEAR(internal::FitSelectiveLayerCost({coloc, sg}, colocated_rep, cost), 20e-6, 1e-9);
+  EXPECT_NEAR(internal::FitSelectiveLayerCost({coloc, sg}, colocated_rep, cost).value_or(-1), 20e-6, 1e-9);
   // A request that became exact mid-way (fewer selective layer-steps than listed steps x layers)
   // says nothing about a selective step.
   sg.selective_layer_steps = 10 * shape.n_layers;
-  EXPECT_EQ(internal::FitSelectiveLayerCost({coloc, sg}, colocated_rep, cost), -1);
+  EXPECT_FALSE(internal::FitSelectiveLayerCost({coloc, sg}, colocated_rep, cost).has_value());
 }
 
 }  // namespace
