@@ -162,7 +162,7 @@ void DecodeNode::Pull(SimRequest* r, int layer, double blocks, std::vector<std::
       if (layer >= 0) r->kv->Landed(layer, blocks);
       for (const auto& [l, n] : riders) r->kv->DeferredLanded(l, n);
       hooks_.kv_changed(r);  // the cluster calls BlocksLanded
-    });
+    }, r->block_bytes);  // ranked, scattered blocks: runs of about one block per frame
     r->pushes.push_back({Path::kOnDemand, id});
   });
 }
@@ -184,7 +184,7 @@ void DecodeNode::MispredictFetch(SimRequest* r, int layer, double blocks, Second
       r->landed_bytes += bytes;
       r->kv->MispredictedLanded(layer, blocks);
       hooks_.kv_changed(r);
-    });
+    }, r->block_bytes);
     r->pushes.push_back({Path::kOnDemand, id});
   });
 }
@@ -220,7 +220,8 @@ void DecodeNode::StartLayer(int layer) {
     attended += local_tokens;
     // The request leaves once the member's scores are in; its block lists and bookkeeping
     // (selective_layer_s) follow while the blocks are on the way.
-    select_cost += cost_->SelectCost(r->kv->n_prompt_blocks());
+    const double first = r->decode_steps == 0 ? cost_->hardware().first_select_extra : 0.0;
+    select_cost += (1 + first) * cost_->SelectCost(r->kv->n_prompt_blocks());
     const Seconds asked_at = qkv + select_cost;
     select_cost += cost_->hardware().selective_layer_s;
     r->selected_blocks += d.selected;

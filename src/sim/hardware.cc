@@ -72,7 +72,10 @@ Hardware Gpu(std::string name, double tflops, double gbs, double mem_gb, std::st
 // byte through it costs 8 ms of CPU per MB, sender and receiver together (`/usr/bin/time
 // smartgen bench transfer --link-gbps 0.1512 --bytes 32M --block-bytes 12K` on the
 // paravirtualised Zen 5 VM, 2026-12-04: 0.27 s of CPU for 34.6 MB; 2.3 ms per MB unshaped),
-// measured apart from any decode; a step's threads lose it while the stream lands.
+// measured apart from any decode; a step's threads lose it while the stream lands. A request's
+// first selective step scored about twice as long as its later ones (2-6.6 ms against 1-2.2 ms
+// a step; the median request's extra read 0.8-1.2 on the three 2026-12-04 sweeps that timed
+// the steps' phases).
 constexpr double kTestbedTransferCpuPerByte = 8e-3 / 1e6;
 
 Hardware Cpu() {
@@ -90,6 +93,7 @@ Hardware Cpu() {
   h.attention_bytes_per_s = 11.3e9;
   h.wait_overrun_s = 0.045e-3;
   h.selective_layer_s = 0.08e-3;
+  h.first_select_extra = 1.1;
   h.transfer_cpu_s_per_byte = kTestbedTransferCpuPerByte;
   h.source = "2-core development machine, docs/RESULTS.md (engine performance, TTST sweep)";
   return h;

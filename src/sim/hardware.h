@@ -55,6 +55,10 @@ struct Hardware {
   // A selective layer-step's own cost beyond scoring and attention (the residency look-ups,
   // block lists and fetch bookkeeping the node does every layer), s.
   double selective_layer_s = 0;
+  // How much longer a request's first selective step scores than a later one, as a share of
+  // the scoring (the first pass over summaries and score buffers that were just written; the
+  // CPU VM's first touch). 0 = none (the GPU presets).
+  double first_select_extra = 0;
   std::string source;
 
   double prefill_flops() const { return peak_flops * compute_eff; }

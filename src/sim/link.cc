@@ -37,7 +37,14 @@ int PriorityOf(Path p) {
 
 double EngineBucketBytes(double gbps) { return std::max(64.0 * 1024, 0.005 * gbps * 1e9 / 8); }
 
-double EngineFrameBytes(double gbps) { return std::min(1024.0 * 1024, EngineBucketBytes(gbps) / 4); }
+double EngineFrameBytes(double gbps) {
+  return std::min(1024.0 * 1024, EngineBucketBytes(gbps) / 4 - 64);
+}
+
+double EngineFrameBytes(double gbps, double block_bytes) {
+  if (!(block_bytes > 0)) return EngineFrameBytes(gbps);
+  return std::max(1.0, std::floor(EngineFrameBytes(gbps) / block_bytes)) * block_bytes;
+}
 
 Link::Link(EventQueue* queue, const LinkConfig& config, std::string name)
     : queue_(queue), config_(config), name_(std::move(name)),
@@ -50,8 +57,9 @@ std::uint64_t Link::Send(Path path, double bytes, Callback on_arrive, double fra
   const std::uint64_t id = next_id_++;
   const int prio = PriorityOf(path);
   const double frame = frame_bytes > 0 ? std::min(frame_bytes, frame_bytes_) : frame_bytes_;
+  const double wire_per_byte = frame > 0 ? 1 + std::max(0.0, config_.header_bytes) / frame : 1;
   queues_[prio].push_back(Transfer{id, path, std::max(0.0, bytes), std::max(0.0, bytes), frame,
-                                   std::move(on_arrive)});
+                                   wire_per_byte, std::move(on_arrive)});
   if (!current_) {
     StartNext();
   } else if (prio < PriorityOf(current_->path)) {
@@ -62,7 +70,7 @@ std::uint64_t Link::Send(Path path, double bytes, Callback on_arrive, double fra
     double to_boundary = frame - std::fmod(sent, frame);
     if (to_boundary >= frame - kByteSlack) to_boundary = 0;  // at a boundary now
     to_boundary = std::min(to_boundary, current_->remaining);
-    ScheduleWake(queue_->now() + to_boundary / bytes_per_s_);
+    ScheduleWake(queue_->now() + to_boundary * current_->wire_per_byte / bytes_per_s_);
   }
   return id;
 }
@@ -90,10 +98,11 @@ double Link::Cancel(std::uint64_t id) {
 void Link::Advance() {
   if (!current_) return;
   const Seconds now = queue_->now();
-  const double sent = std::min(current_->remaining, (now - run_start_) * bytes_per_s_);
+  const double wpb = current_->wire_per_byte;
+  const double sent = std::min(current_->remaining, (now - run_start_) * bytes_per_s_ / wpb);
   current_->remaining -= sent;
   bytes_[static_cast<int>(current_->path)] += sent;
-  busy_ += sent / bytes_per_s_;
+  busy_ += sent * wpb / bytes_per_s_;
   run_start_ = now;
 }
 
@@ -108,14 +117,15 @@ void Link::StartNext() {
       // The bucket refilled while the link was idle: that much leaves at once.
       credit_ = std::min(bucket_, credit_ + (run_start_ - idle_since_) * bytes_per_s_);
     }
+    const double wpb = current_->wire_per_byte;
     if (credit_ > 0) {
-      const double burst = std::min(credit_, current_->remaining);
+      const double burst = std::min(credit_ / wpb, current_->remaining);
       current_->remaining -= burst;
       bytes_[static_cast<int>(current_->path)] += burst;
-      credit_ -= burst;
+      credit_ -= burst * wpb;
     }
     busy_run_ = true;
-    ScheduleWake(run_start_ + current_->remaining / bytes_per_s_);
+    ScheduleWake(run_start_ + current_->remaining * wpb / bytes_per_s_);
     return;
   }
   if (busy_run_) idle_since_ = queue_->now();

@@ -4,6 +4,9 @@
 // preemptive at frame boundaries: a transfer posted while a lower class is on the wire waits
 // for the end of the frame being sent, at most frame_bytes, as the engine's sender thread does.
 //
+// Every frame carries the protocol's 64-byte header (transfer/frame.h), which the wire and the
+// engine's rate limiter count: a transfer's payload leaves at rate * frame / (frame + header).
+//
 // A transfer's callback runs when its last byte has arrived: end of serialisation + latency.
 // Several prefill/decode pairs may share one Link (a shared uplink); bytes and busy time are
 // counted per path. Bytes are doubles: the simulator moves expected (fractional) block counts.
@@ -48,14 +51,21 @@ struct LinkConfig {
   // engine's shaping starts full and refills at the rate while idle, transfer/rate_limiter.h).
   // 0 = none (a physical link at line rate); < 0 = the engine's rule (EngineBucketBytes).
   double burst_bytes = 0;
+  // Bytes each frame adds on the wire (the engine's header, kFrameHeaderBytes); 0 = none.
+  double header_bytes = 64;
 };
 
 // The engine's token bucket: max(64 KiB, 5 ms at the rate).
 double EngineBucketBytes(double gbps);
 
-// The engine's frame: a quarter of the rate limiter's bucket (max(64 KiB, 5 ms at the rate)),
-// at most max_frame_bytes (1 MiB) (transfer/rate_limiter.h, transfer/endpoint.h).
+// The engine's frame payload cap: a quarter of the rate limiter's bucket (max(64 KiB, 5 ms at
+// the rate)) less the header, at most max_frame_bytes (1 MiB) (transfer/rate_limiter.h,
+// transfer/endpoint_lifecycle.cc).
 double EngineFrameBytes(double gbps);
+
+// The engine's frame of adjacent blocks: as many whole blocks of `block_bytes` as the cap
+// holds, at least one.
+double EngineFrameBytes(double gbps, double block_bytes);
 
 class Link {
  public:
@@ -77,7 +87,7 @@ class Link {
   const LinkConfig& config() const { return config_; }
   double bytes_per_second() const { return bytes_per_s_; }
   double frame_bytes() const { return frame_bytes_; }
-  // Bytes serialised so far on `path` (up to now()).
+  // Payload bytes serialised so far on `path` (up to now()); headers are not counted.
   double bytes_sent(Path p);
   double total_bytes_sent();
   // Seconds the link has been sending so far.
@@ -93,6 +103,7 @@ class Link {
     double size;
     double remaining;
     double frame;
+    double wire_per_byte;  // (frame + header) / frame: wire bytes per payload byte
     Callback on_arrive;
   };
   void Advance();

@@ -75,8 +75,10 @@ void PrefillNode::Push(SimRequest* r, Path path, double bytes, bool start_condit
   int* pending = path == Path::kProactive ? &r->pending_proactive : &r->pending_kv;
   if (start_condition) ++*pending;
   r->bytes[static_cast<int>(path)] += bytes;
-  // Proactive blocks are ranked and scattered: runs of about one block per frame.
-  const double frame = path == Path::kProactive ? r->block_bytes : 0;
+  // Proactive blocks are ranked and scattered: runs of about one block per frame; the bulk
+  // paths send a layer's adjacent blocks in the engine's frames of whole blocks.
+  const double frame = path == Path::kProactive ? r->block_bytes
+                                                : EngineFrameBytes(r->link->config().gbps, r->block_bytes);
   const std::uint64_t id = r->link->Send(path, bytes, [this, r, start_condition, pending, bytes] {
     r->landed_bytes += bytes;
     if (start_condition) {

@@ -178,6 +178,8 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
           r.selective_own_ms += own[i] / static_cast<double>(own.size() - 1);
           r.selective_parts_ms += (select[i] + local[i] + merge[i]) / static_cast<double>(own.size() - 1);
         }
+        const double later = own.size() >= 3 ? Median(std::vector<double>(select.begin() + 1, select.end())) : 0.0;
+        if (later > 0) r.first_select_ratio = select.front() / later;
       }
     }
     if (j.contains("step_ms_per_step") && j["step_ms_per_step"].is_array() && j["step_ms_per_step"].size() >= 3) {
@@ -235,6 +237,9 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
   if (options.calibration != Calibration::kPreset) {
     const std::optional<double> cost = internal::FitSelectiveLayerCost(records, colocated_rep, CostModel(cpu, shape));
     if (cost.has_value()) cpu.selective_layer_s = std::max(0.0, *cost);
+    // And how much longer its first selective step's scoring takes than a later step's.
+    const std::optional<double> first = internal::FitFirstSelectExtra(records, shape);
+    if (first.has_value()) cpu.first_select_extra = std::max(0.0, *first);
   }
 
   nlohmann::json rows = nlohmann::json::array();
@@ -417,7 +422,8 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
       {"fitted", {{"attention_bytes_per_s", cpu.attention_bytes_per_s},
                   {"first_touch_bytes_per_s", cpu.first_touch_bytes_per_s},
                   {"cold_read_bytes_per_s", cpu.cold_read_bytes_per_s},
-                  {"selective_layer_s", cpu.selective_layer_s}}},
+                  {"selective_layer_s", cpu.selective_layer_s},
+                  {"first_select_extra", cpu.first_select_extra}}},
       {"selection_stats", options.replay_selection ? "replay (" + options.stats.name + " elsewhere)" : options.stats.name},
       {"records", rows},
       {"summary", summary},

@@ -30,6 +30,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,9 @@ struct MeasuredRecord {
   // its selection + local attention + merge.
   int selective_steps = 0, selective_layer_steps = 0;
   double selective_own_ms = 0, selective_parts_ms = 0;
+  // SmartGen, from the same series: the first listed step's selection time over the median of
+  // the later steps'; empty when not recorded.
+  std::optional<double> first_select_ratio;
   // The decode engine's step durations (step_ms_per_step): how much longer its first step took
   // than the median of the rest, ms; unset (-1) when not recorded.
   double first_step_excess_ms = -1;

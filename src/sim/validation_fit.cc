@@ -4,6 +4,15 @@
 #include <set>
 
 namespace smartgen::sim::internal {
+namespace {
+
+double MedianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
 
 double FitAttentionRate(
     const std::map<std::pair<std::int64_t, double>, const MeasuredRecord*>& colocated,
@@ -48,17 +57,17 @@ double FitFirstTouchRate(const std::vector<const MeasuredRecord*>& colocated, co
 }
 
 double FitColdReadRate(const std::vector<MeasuredRecord>& records, const CostModel& cost) {
-  double bytes = 0, excess_s = 0;
-  int n = 0;
+  // The median record's excess: the check compares each point's median request, and a few
+  // first steps that met a hiccup of the VM (100 ms and more) would set a mean.
+  std::vector<double> excess_s;
   for (const MeasuredRecord& r : records) {
     if ((r.mode != Mode::kFull && r.mode != Mode::kLayerwise) || r.first_step_excess_ms < 0) continue;
     const double kv = r.kv_bytes > 0 ? r.kv_bytes : cost.shape().KvBytes(r.prompt_tokens);
-    bytes += cost.shape().WeightBytes();
-    excess_s += r.first_step_excess_ms / 1e3 - cost.FirstTouch(kv);
-    ++n;
+    excess_s.push_back(r.first_step_excess_ms / 1e3 - cost.FirstTouch(kv));
   }
-  if (n == 0) return -1;
-  return excess_s > 0 ? bytes / excess_s : 0.0;
+  if (excess_s.empty()) return -1;
+  const double median = MedianOf(std::move(excess_s));
+  return median > 0 ? cost.shape().WeightBytes() / median : 0.0;
 }
 
 std::optional<double> FitSelectiveLayerCost(
@@ -85,9 +94,20 @@ std::optional<double> FitSelectiveLayerCost(
     per_layer.push_back((own - r.selective_parts_ms / 1e3 - dense_rest - landing) / shape.n_layers);
   }
   if (per_layer.empty()) return std::nullopt;
-  std::sort(per_layer.begin(), per_layer.end());
-  const std::size_t n = per_layer.size();
-  return n % 2 == 1 ? per_layer[n / 2] : 0.5 * (per_layer[n / 2 - 1] + per_layer[n / 2]);
+  return MedianOf(std::move(per_layer));
+}
+
+std::optional<double> FitFirstSelectExtra(const std::vector<MeasuredRecord>& records, const ModelShape& shape) {
+  std::vector<double> ratios;
+  for (const MeasuredRecord& r : records) {
+    if (r.mode != Mode::kSmartgen || !r.first_select_ratio.has_value() || r.selective_steps < 3 ||
+        r.selective_layer_steps < r.selective_steps * shape.n_layers) {
+      continue;
+    }
+    ratios.push_back(*r.first_select_ratio);
+  }
+  if (ratios.empty()) return std::nullopt;
+  return MedianOf(std::move(ratios)) - 1;
 }
 
 }  // namespace smartgen::sim::internal

@@ -29,9 +29,9 @@ double FitFirstTouchRate(const std::vector<const MeasuredRecord*>& colocated, co
 
 // The cold-read rate (Hardware::cold_read_bytes_per_s) from the records whose decode node sat
 // idle until its KV was complete (full, layerwise): how much longer their first decode step took
-// than their median one, less the first-touch cost the model charges it already, pooled as
-// weight bytes / excess time. -1 when no record has the figure; 0 when the first steps are not
-// longer.
+// than their median one, less the first-touch cost the model charges it already: weight bytes
+// / the median record's excess time. -1 when no record has the figure; 0 when the median first
+// step is not longer.
 double FitColdReadRate(const std::vector<MeasuredRecord>& records, const CostModel& cost);
 
 // A selective layer's own cost (Hardware::selective_layer_s) from the SmartGen records whose
@@ -46,5 +46,11 @@ std::optional<double> FitSelectiveLayerCost(
     const std::vector<MeasuredRecord>& records,
     const std::map<std::tuple<std::int64_t, double, int>, const MeasuredRecord*>& colocated_rep,
     const CostModel& cost);
+
+// How much longer a request's first selective step scores than a later one
+// (Hardware::first_select_extra), from the SmartGen records whose node timed its step phases
+// with every layer selective: the median over the records of the first step's selection over
+// the later steps' median, less 1. Empty when no record has the figures.
+std::optional<double> FitFirstSelectExtra(const std::vector<MeasuredRecord>& records, const ModelShape& shape);
 
 }  // namespace smartgen::sim::internal

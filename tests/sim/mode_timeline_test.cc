@@ -14,7 +14,9 @@ namespace {
 using testing::GbpsForRatio;
 using testing::OnePairSpec;
 using testing::RunOne;
+using testing::ControlSeconds;
 using testing::Ttft;
+using testing::WireSeconds;
 using testing::Ttst;
 
 constexpr std::int64_t kPrompt = 2048;  // a multiple of the block size: no padding
@@ -41,8 +43,11 @@ TEST(SimModes, FullTtstIsBytesOverRatePlusLatencyPlusAStep) {
   const double kv = spec.model.KvBytes(kPrompt);
   EXPECT_NEAR(Ttft(r), c.Prefill(kPrompt), 1e-12);
   // PrefillDone (64 B) overtakes the KV at its first frame boundary.
-  EXPECT_NEAR(Ttst(r), (kv + 64) / (gbps * 1e9 / 8) + lat + c.DecodeStep(1, kPrompt), 1e-9);
-  EXPECT_NEAR(r.exact - r.prefill_end, (kv + 64) / (gbps * 1e9 / 8) + lat, 1e-9);
+  // Both in frames with a 64-byte header each.
+  const double wire = WireSeconds(spec, kv) + ControlSeconds(spec);
+  EXPECT_GT(wire, (kv + 64) / (gbps * 1e9 / 8) * 1.0005);
+  EXPECT_NEAR(Ttst(r), wire + lat + c.DecodeStep(1, kPrompt), 1e-9);
+  EXPECT_NEAR(r.exact - r.prefill_end, wire + lat, 1e-9);
   EXPECT_NEAR(r.bytes[static_cast<int>(Path::kFull)], kv, 1e-6);
 }
 
@@ -60,7 +65,8 @@ TEST(SimModes, ADecodeNodeThatSatIdleReadsItsWeightsColdOnItsFirstStepOnly) {
   const SimResult res = RunOne(spec, kPrompt, 4);
   const SimRequest& r = *res.requests[0];
   const double kv = spec.model.KvBytes(kPrompt);
-  EXPECT_NEAR(Ttst(r), (kv + 64) / (gbps * 1e9 / 8) + lat + c.DecodeStep(1, kPrompt) + c.ColdStep(), 1e-9);
+  EXPECT_NEAR(Ttst(r), WireSeconds(spec, kv) + ControlSeconds(spec) + lat + c.DecodeStep(1, kPrompt) + c.ColdStep(),
+              1e-9);
   for (int i = 2; i < 4; ++i) {
     EXPECT_NEAR(r.tokens[i] - r.tokens[i - 1], c.DecodeStep(1, kPrompt + i - 1), 1e-9) << i;
   }
@@ -78,21 +84,19 @@ TEST(SimModes, LayerwiseOnASlowLinkStallsForTheTransferLeftAfterPrefill) {
   const SimRequest& r = *res.requests[0];
   const CostModel c(spec.prefill_hw, spec.model);
   const double kv = spec.model.KvBytes(kPrompt);
-  const double bps = spec.options.link.gbps * 1e9 / 8;
   // The link is busy from layer 0's K/V (after its QKV projection) to the last byte (R = 4:
   // it never catches up).
   const double layer0 = c.PrefillLayerKvReady(0, kPrompt);
   EXPECT_GT(layer0, 0.05 * c.PrefillLayer(0, kPrompt));
   EXPECT_LT(layer0, 0.5 * c.PrefillLayer(0, kPrompt));
-  const double expected = layer0 + (kv + 64) / bps + 0.001 - c.Prefill(kPrompt) +
-                          c.DecodeStep(1, kPrompt);
+  const double expected = layer0 + WireSeconds(spec, kv) + ControlSeconds(spec) + 0.001 -
+                          c.Prefill(kPrompt) + c.DecodeStep(1, kPrompt);
   EXPECT_NEAR(Ttst(r), expected, 1e-9);
   // R = 0.5: the transfer hides behind prefill (the last layer's K/V leaves while that layer's
   // attention and FFN run): token 2 waits only for PrefillDone's trip.
   spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 0.5);
   const SimResult fast = RunOne(spec, kPrompt, 3);
-  const double fast_bps = spec.options.link.gbps * 1e9 / 8;
-  EXPECT_NEAR(Ttst(*fast.requests[0]), 64 / fast_bps + 0.001 + c.DecodeStep(1, kPrompt), 1e-9);
+  EXPECT_NEAR(Ttst(*fast.requests[0]), ControlSeconds(spec) + 0.001 + c.DecodeStep(1, kPrompt), 1e-9);
 }
 
 TEST(SimModes, SmartgenAtLowRatioPushesEverythingProactively) {
@@ -134,6 +138,28 @@ TEST(SimModes, SmartgenCutsTtstAtHighRatioAndCancelsTheRest) {
   EXPECT_LT(rec["bytes_over_full"].get<double>(), 1.0);
   EXPECT_GT(s.cancelled_bytes, 0);
   EXPECT_LT(s.exact, 0);
+}
+
+TEST(SimModes, OnlyARequestsFirstSelectiveStepPaysTheFirstSelection) {
+  // Hardware::first_select_extra: the node's first scoring pass over summaries that just
+  // landed. No fetches (they would overlap it): token 2 is later by 1.5 x its scoring, the
+  // steps after are not (but for what the stream landed meanwhile: microseconds).
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 8);
+  spec.options.smartgen.fetch_on_demand = false;
+  const SimResult base = RunOne(spec, kPrompt, 6);
+  spec.decode_hw.first_select_extra = 1.5;
+  const SimResult first = RunOne(spec, kPrompt, 6);
+  const SimRequest& a = *base.requests[0];
+  const SimRequest& b = *first.requests[0];
+  ASSERT_LT(b.exact, 0);  // every step selective
+  const CostModel c(spec.decode_hw, spec.model);
+  const double scoring = spec.model.n_layers * c.SelectCost(b.kv->n_prompt_blocks());
+  ASSERT_GT(scoring, 0.1e-3);
+  EXPECT_NEAR(Ttst(b) - Ttst(a), 1.5 * scoring, 1e-9);
+  for (int i = 2; i < 6; ++i) {
+    EXPECT_NEAR(b.tokens[i] - b.tokens[i - 1], a.tokens[i] - a.tokens[i - 1], 1e-5) << i;
+  }
 }
 
 TEST(SimModes, SmartgenBecomesExactWithALongOutput) {
@@ -383,7 +409,7 @@ TEST(SimCluster, ASharedLinkSerialisesTransfersThatPairLinksRunInParallel) {
   const SimResult shared = RunOne(spec, kPrompt, 2, 2);
   EXPECT_EQ(pair.requests[1]->prefill_node, 1);
   EXPECT_EQ(pair.requests[1]->decode_node, 1);
-  const double kv_s = spec.model.KvBytes(kPrompt) / (0.2e9 / 8);
+  const double kv_s = WireSeconds(spec, spec.model.KvBytes(kPrompt));
   EXPECT_NEAR(Ttst(*shared.requests[1]) - Ttst(*pair.requests[1]), kv_s, 1e-3 * kv_s);
   EXPECT_NEAR(Ttst(*shared.requests[0]), Ttst(*pair.requests[0]), 1e-3 * kv_s);
   const nlohmann::json sum = Summarize(shared, {});

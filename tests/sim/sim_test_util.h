@@ -48,6 +48,24 @@ inline SimResult RunOne(const ClusterSpec& spec, std::int64_t prompt, int output
   return std::move(r).value();
 }
 
+// The KV block of one layer and KV head as the link carries it (sim/cluster.cc).
+inline double BlockBytes(const ClusterSpec& spec) {
+  return spec.model.KvBytesPerTokenLayer() / spec.model.n_kv_heads * spec.options.block_tokens;
+}
+
+// Seconds `bytes` of payload take on `spec`'s link in frames of `frame` payload bytes (0 = the
+// engine's frame of whole blocks), each with its header.
+inline double WireSeconds(const ClusterSpec& spec, double bytes, double frame = 0) {
+  const LinkConfig& link = spec.options.link;
+  if (frame <= 0) frame = EngineFrameBytes(link.gbps, BlockBytes(spec));
+  return bytes * (frame + link.header_bytes) / frame / (link.gbps * 1e9 / 8);
+}
+
+// A 64-byte control message (PrefillDone) in the link's own frame.
+inline double ControlSeconds(const ClusterSpec& spec) {
+  return WireSeconds(spec, 64, EngineFrameBytes(spec.options.link.gbps));
+}
+
 inline double Ttst(const SimRequest& r) { return r.tokens.at(1) - r.tokens.at(0); }
 inline double Ttft(const SimRequest& r) { return r.tokens.at(0) - r.arrival; }
 

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "sim/validation.h"
-#include "sim/validation_fit.h"
 
 namespace smartgen::sim {
 namespace {
@@ -46,37 +45,6 @@ TEST(SimValidation, ASlowLinksLateStepsWaitOnlyForTheirFewWholeBlocks) {
     SCOPED_TRACE(p.dump());
     EXPECT_LE(std::abs(p["error"]["mean_tbt"].get<double>()), 0.15);
   }
-}
-
-TEST(SimValidation, ASelectiveLayersOwnCostIsWhatItsStepPhasesLeave) {
-  const ModelShape shape = *ModelShapeByName("smollm2-135m");
-  const CostModel cost(*HardwareByName("cpu"), shape);
-  MeasuredRecord coloc;
-  coloc.mode = Mode::kColocated;
-  coloc.prompt_tokens = 2048;
-  coloc.ratio = 4;
-  coloc.output_tokens = 24;
-  coloc.median_gap_ms = 9.0;
-  MeasuredRecord sg = coloc;
-  sg.mode = Mode::kSmartgen;
-  sg.link_mbps = 40;
-  sg.selective_steps = 22;
-  sg.selective_layer_steps = 23 * shape.n_layers;  // every listed step selective in every layer
-  Seconds attention = 0;
-  for (int l = 0; l < shape.n_layers; ++l) {
-    attention += cost.DecodeAttention(static_cast<double>(shape.LayerKvTokens(l, 2048 + 12)));
-  }
-  // A step of 8 ms of its own: 1.5 ms of selection, local attention and merge, the dense step
-  // less its attention, the CPU of 5 MB/s landing, and 30 x 20 us.
-  sg.selective_parts_ms = 1.5;
-  const double own_s = (9.0e-3 - attention + 1.5e-3 + 30 * 20e-6) / (1 - 5e6 * cost.hardware().transfer_cpu_s_per_byte);
-  sg.selective_own_ms = own_s * 1e3;
-  std::map<std::tuple<std::int64_t, double, int>, const MeasuredRecord*> colocated_rep = {{{2048, 4.0, 0}, &coloc}};
-  EXPECT_NEAR(internal::FitSelectiveLayerCost({coloc, sg}, colocated_rep, cost).value_or(-1), 20e-6, 1e-9);
-  // A request that became exact mid-way (fewer selective layer-steps than listed steps x layers)
-  // says nothing about a selective step.
-  sg.selective_layer_steps = 10 * shape.n_layers;
-  EXPECT_FALSE(internal::FitSelectiveLayerCost({coloc, sg}, colocated_rep, cost).has_value());
 }
 
 }  // namespace

@@ -354,9 +354,11 @@ TEST(SimValidation, ReplaysAKvRetrievalRunAndShowsWhereItsTtstGoes) {
 TEST(SimValidation, ReplaysThreePointsOfTheZen5SweepPerPoint) {
   // Three requests per mode at three points of the 2026-12-02 sweep (docs/RESULTS.md,
   // "Validation on AMD EPYC Zen 5"). Per point, the medians agree within 15 % for every mode
-  // and figure except SmartGen's TTST at 2048 tokens, where the node's first step costs more
-  // than its later ones beyond its waits (first scoring and requests, the speculative stream
-  // starting on the same two cores): the simulator is 5-30 % low there, pinned below.
+  // and figure except SmartGen's TTST at 2048 tokens, R = 2, where the node's first step costs
+  // more than its later ones beyond its waits: the sweep recorded neither the steps' durations
+  // nor their phases, so neither the cold read nor the first selection is fitted, and the CPU
+  // preset's first selection (1.6 ms, measured on a later VM) leaves it 5-30 % low, pinned
+  // below. Without that preset figure R = 1 read 10 % low, R = 2 21 %.
   auto records = ReadMeasuredRecords(std::string(SMARTGEN_SOURCE_DIR) +
                                      "/tests/sim/data/sim_validate_zen5_2026-12-02.jsonl");
   ASSERT_TRUE(records.ok()) << records.status().ToString();
@@ -379,7 +381,7 @@ TEST(SimValidation, ReplaysThreePointsOfTheZen5SweepPerPoint) {
     if (p["mode"] == "full" || p["mode"] == "layerwise") {
       EXPECT_LE(Err(p, "time_to_exact"), 0.15);
     }
-    if (p["mode"] == "smartgen" && p["prompt_tokens"] == 2048) {
+    if (p["mode"] == "smartgen" && p["prompt_tokens"] == 2048 && p["ratio"] == 2.0) {
       const double e = p["error"]["ttst"].get<double>();
       EXPECT_LT(e, -0.05);
       EXPECT_GT(e, -0.30);
@@ -388,7 +390,7 @@ TEST(SimValidation, ReplaysThreePointsOfTheZen5SweepPerPoint) {
       EXPECT_LE(Err(p, "ttst"), 0.15);
     }
   }
-  EXPECT_EQ(low, 2);
+  EXPECT_EQ(low, 1);
 }
 
 TEST(SimValidation, ACalibratedColdFirstStepBringsSmartgensTtstWithin15PercentPerPoint) {
