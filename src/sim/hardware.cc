@@ -74,7 +74,7 @@ Hardware Gpu(std::string name, double tflops, double gbs, double mem_gb, std::st
 // paravirtualised Zen 5 VM, 2026-12-04: 0.27 s of CPU for 34.6 MB; 2.3 ms per MB unshaped),
 // measured apart from any decode; a step's threads lose it while the stream lands. A request's
 // first selective step scored about twice as long as its later ones (2-6.6 ms against 1-2.2 ms
-// a step; the median request's extra read 0.8-1.2 on the three 2026-12-04 sweeps that timed
+// a step; the median request's extra read 0.8-1.2 on the four 2026-12-04 sweeps that timed
 // the steps' phases).
 constexpr double kTestbedTransferCpuPerByte = 8e-3 / 1e6;
 

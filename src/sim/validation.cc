@@ -306,6 +306,7 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     spec.options.link.latency_s = options.latency_s;
     spec.options.link.burst_bytes =
         options.burst_bytes;  // the testbed's links: the engine's bucket
+    spec.options.link.header_bytes = options.header_bytes;
     spec.options.smartgen = options.smartgen;
     if (!m.options.empty()) {
       // The run's options over the defaults (the same keys as a request's smartgen.options).

@@ -94,6 +94,9 @@ struct ValidationOptions {
   // The links' token-bucket burst (LinkConfig::burst_bytes): < 0 the engine's rule (an idle
   // link sends max(64 KiB, 5 ms at the rate) at once), 0 none.
   double burst_bytes = -1;
+  // Bytes each frame adds on the links (LinkConfig::header_bytes): the engine's 64; 0 = payload
+  // only.
+  double header_bytes = 64;
   ModelShape shape;              // the model the records ran on (empty: SmolLM2-135M)
 };
 
