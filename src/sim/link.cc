@@ -38,7 +38,7 @@ int PriorityOf(Path p) {
 double EngineBucketBytes(double gbps) { return std::max(64.0 * 1024, 0.005 * gbps * 1e9 / 8); }
 
 double EngineFrameBytes(double gbps) {
-  return std::min(1024.0 * 1024, EngineBucketBytes(gbps) / 4 - 64);
+  return std::min(1024.0 * 1024, EngineBucketBytes(gbps) / 4 - kEngineFrameHeaderBytes);
 }
 
 double EngineFrameBytes(double gbps, double block_bytes) {

@@ -43,6 +43,10 @@ std::string_view PathName(Path p);
 // speculative 2.
 int PriorityOf(Path p);
 
+// The transfer protocol's frame header (transfer/frame.h kFrameHeaderBytes; sim does not link
+// the transfer engine).
+inline constexpr double kEngineFrameHeaderBytes = 64;
+
 struct LinkConfig {
   double gbps = 25;           // line rate, 1e9 bit/s
   Seconds latency_s = 0;      // one way
@@ -51,8 +55,8 @@ struct LinkConfig {
   // engine's shaping starts full and refills at the rate while idle, transfer/rate_limiter.h).
   // 0 = none (a physical link at line rate); < 0 = the engine's rule (EngineBucketBytes).
   double burst_bytes = 0;
-  // Bytes each frame adds on the wire (the engine's header, kFrameHeaderBytes); 0 = none.
-  double header_bytes = 64;
+  // Bytes each frame adds on the wire (the engine's header); 0 = none.
+  double header_bytes = kEngineFrameHeaderBytes;
 };
 
 // The engine's token bucket: max(64 KiB, 5 ms at the rate).

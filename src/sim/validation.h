@@ -38,6 +38,7 @@
 
 #include "core/result.h"
 #include "sim/hardware.h"
+#include "sim/link.h"
 #include "sim/model_shape.h"
 #include "sim/selection_stats.h"
 #include "sim/sim_options.h"
@@ -96,7 +97,7 @@ struct ValidationOptions {
   double burst_bytes = -1;
   // Bytes each frame adds on the links (LinkConfig::header_bytes): the engine's 64; 0 = payload
   // only.
-  double header_bytes = 64;
+  double header_bytes = kEngineFrameHeaderBytes;
   ModelShape shape;              // the model the records ran on (empty: SmolLM2-135M)
 };
 

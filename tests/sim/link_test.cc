@@ -4,6 +4,9 @@
 
 #include <vector>
 
+#include "transfer/frame.h"
+#include "transfer/rate_limiter.h"
+
 namespace smartgen::sim {
 namespace {
 
@@ -95,6 +98,15 @@ TEST(SimLink, EngineFrameRule) {
   EXPECT_DOUBLE_EQ(EngineFrameBytes(0.0278, 4096), 3 * 4096);
   EXPECT_DOUBLE_EQ(EngineFrameBytes(0.1248, 4096), 4 * 4096);
   EXPECT_DOUBLE_EQ(EngineFrameBytes(0.0278, 64 * 1024), 64 * 1024);
+}
+
+TEST(SimLink, TheEnginesHeaderAndBucketAreTheTransferEnginesOwn) {
+  // sim does not link the transfer engine: its copies of the engine's figures are checked here.
+  EXPECT_EQ(kEngineFrameHeaderBytes, static_cast<double>(transfer::kFrameHeaderBytes));
+  for (double gbps : {0.0278, 0.1248, 0.4, 25.0}) {
+    const transfer::RateLimiter limiter(gbps * 1e9);
+    EXPECT_NEAR(EngineBucketBytes(gbps), static_cast<double>(limiter.burst_bytes()), 1.0) << gbps;
+  }
 }
 
 TEST(SimLink, EveryFramesHeaderTakesWireTimeButIsNotPayload) {
