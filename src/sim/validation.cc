@@ -251,8 +251,10 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
     Hardware hw = cpu;
     if (options.calibration != Calibration::kPreset) {
       const CostModel base(hw, shape);
-      // The request's own prefill (bench ttst records it; older tables only TTFT).
-      const double prefill_ms = m.prefill_ms > 0 ? m.prefill_ms : m.ttft_ms;
+      // The request's own prefill (bench ttst records it; older tables only TTFT). A colocated
+      // record's prefill_ms is the point's calibration prefill (no prefill node reported one):
+      // its own is its TTFT, the prompt computed on the decode node.
+      const double prefill_ms = m.mode != Mode::kColocated && m.prefill_ms > 0 ? m.prefill_ms : m.ttft_ms;
       if (prefill_ms > 0) hw.compute_eff *= base.Prefill(m.prompt_tokens) / (prefill_ms / 1e3);
       // Mean dense step over the output (context grows by output_tokens / 2 on average).
       const std::int64_t context = m.prompt_tokens + m.output_tokens / 2;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace smartgen::sim {
@@ -441,6 +442,32 @@ TEST(SimValidation, ReplayTakesEveryStepsRecordedAbsentShare) {
   EXPECT_DOUBLE_EQ(s->Absent(0), -1);
   record["on_demand_ratio_per_step"] = {0.1, "x"};
   EXPECT_FALSE(SelectionStatsFromRecord(record, *SelectionStatsByName("random-weights")).ok());
+}
+
+TEST(SimValidation, AColocatedRecordsPrefillIsItsOwnTtftNotThePointsCalibration) {
+  // bench ttst sizes a point's link from one calibration prefill and writes that prefill into
+  // the colocated records, which have no prefill node to report their own (2026-12-04 22:21:
+  // 8726 ms where the 20 requests' own took 4939-8026). Their own is their TTFT.
+  const std::string path = ::testing::TempDir() + "colocated_prefill.jsonl";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::string tokens;
+    for (int i = 0; i < 24; ++i) tokens += (i ? "," : "") + std::to_string(5100.0 + 13.0 * i);
+    std::fprintf(f,
+                 R"({"mode":"colocated","n_prompt":4096,"target_R":1,"link_gbps":0.15,"ttft_ms":5100,)"
+                 R"("prefill_ms":8726,"tbt_ms":13,"e2e_ms":5399,"output_tokens":24,"token_ms":[%s]})"
+                 "\n",
+                 tokens.c_str());
+    std::fclose(f);
+  }
+  auto records = ReadMeasuredRecords(path);
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  auto report = Validate(*records, ReplayOwn());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const nlohmann::json& row = (*report)["records"][0];
+  EXPECT_NEAR(row["simulated"]["ttft_ms"].get<double>(), 5100, 5100 * 0.01) << row.dump();
+  EXPECT_LE(Err(row, "e2e"), 0.02);
 }
 
 TEST(SimValidation, MalformedRecordsNameTheLine) {
