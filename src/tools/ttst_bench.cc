@@ -58,7 +58,9 @@ Status RunTtstBench(TtstBenchOptions o) {
   for (auto& [n, g] : groups) lengths.push_back(n);
 
   // Calibration (for --ratio and for R): prefill time and KV bytes per prompt length,
-  // measured on an unshaped link.
+  // measured on an unshaped link: the faster of two prefills, since a hiccup of a shared
+  // machine only lengthens one (2026-12-04: one of 8.7 s where the point's requests took
+  // 4.9-5.5 s set a link for R = 1 that ran at R = 1.5).
   std::map<std::int64_t, double> prefill_ms, kv_bytes;
   {
     LocalClusterOptions c = o.cluster;
@@ -66,18 +68,23 @@ Status RunTtstBench(TtstBenchOptions o) {
     std::fprintf(stderr, "[bench ttst] calibrating prefill time on an unshaped link...\n");
     SG_ASSIGN_OR_RETURN(LocalCluster cluster, LocalCluster::Start(c));
     SG_RETURN_IF_ERROR(Request(cluster, RandomPrompt(64, 7), 2, "layerwise", nullptr).status());
+    constexpr int kCalibrationPrefills = 2;
     for (std::int64_t n : lengths) {
-      SG_ASSIGN_OR_RETURN(TtstMeasured m, Request(cluster, groups[n]->prompts[0].prompt, 2, "layerwise", nullptr));
-      prefill_ms[n] = StatNumber(m.response_stats, "prefill", "prefill_ms");
-      kv_bytes[n] = m.response_stats.value("prefill", json::object())
-                        .value("stats", json::object())
-                        .value("kv_bytes", 0.0);
-      if (prefill_ms[n] <= 0 || kv_bytes[n] <= 0) {
-        return Internal("calibration request for {} tokens reported no prefill: {}", n,
-                        m.response_stats.dump());
+      for (int i = 0; i < kCalibrationPrefills; ++i) {
+        SG_ASSIGN_OR_RETURN(TtstMeasured m,
+                            Request(cluster, groups[n]->prompts[0].prompt, 2, "layerwise", nullptr));
+        const double ms = StatNumber(m.response_stats, "prefill", "prefill_ms");
+        kv_bytes[n] = m.response_stats.value("prefill", json::object())
+                          .value("stats", json::object())
+                          .value("kv_bytes", 0.0);
+        if (ms <= 0 || kv_bytes[n] <= 0) {
+          return Internal("calibration request for {} tokens reported no prefill: {}", n,
+                          m.response_stats.dump());
+        }
+        std::fprintf(stderr, "[bench ttst] n_prompt %lld: prefill %.0f ms, KV %.1f MB\n",
+                     static_cast<long long>(n), ms, kv_bytes[n] / 1e6);
+        prefill_ms[n] = i == 0 ? ms : std::min(prefill_ms[n], ms);
       }
-      std::fprintf(stderr, "[bench ttst] n_prompt %lld: prefill %.0f ms, KV %.1f MB\n",
-                   static_cast<long long>(n), prefill_ms[n], kv_bytes[n] / 1e6);
     }
   }
 
