@@ -6,11 +6,14 @@
 # prints the table of docs/RESULTS.md ("Validation with a cold first step").
 #   bench/sim_validate.sh [SMARTGEN_BINARY] [OUT_DIR]
 # Environment: LENGTHS ("2048 4096"), RATIOS ("0.5 1 2 4 8"), MODES, OUTPUT_TOKENS (24), REPS
-# (1: requests per point and mode; with more the table adds the per-point medians), MODEL
+# (1: requests per point and mode; with more the table adds the per-point medians), REPS_ONE_STEP
+# (REPS: requests per point and mode at R <= 1, where token 2 is one decode step of 9-17 ms that
+# varies by a few ms from request to request, so a median of 5 strays by more than 15 % from the
+# point's own median in up to a third of sweeps; these points cost a few seconds a request), MODEL
 # (out/smollm2-135m-f16.gguf, made if missing), CALIBRATION (own), PYTHON (python3).
-# Needs a quiet machine (load average below ~1.5: the simulator models no CPU contention). About
-# 10 minutes on the quiet 2-core machine (4096-token prefill ~6 s; the sweep is ~47 prefills per
-# length plus one calibration prefill per point), 20+ under load. Each (length, R) point is its
+# Needs a quiet machine (load average below ~1.5: the simulator models no CPU contention). On the
+# quiet 2-core VM (a 4096-token prefill ~5.5 s) about 7 minutes a repetition: REPS=5 32 minutes,
+# with REPS_ONE_STEP=20 about 52. Each (length, R) point is its
 # own bench ttst run, so a failed request (one aborts a run) costs one point, not the sweep; the
 # log says which failed and the load average at each point.
 # A tiny end-to-end check: LENGTHS=256 RATIOS=2 bench/sim_validate.sh build/smartgen out/simval_tiny
@@ -23,6 +26,7 @@ RATIOS="${RATIOS:-0.5 1 2 4 8}"
 MODES="${MODES:-colocated,smartgen,full,layerwise}"
 OUTPUT_TOKENS="${OUTPUT_TOKENS:-24}"
 REPS="${REPS:-1}"
+REPS_ONE_STEP="${REPS_ONE_STEP:-$REPS}"
 MODEL="${MODEL:-out/smollm2-135m-f16.gguf}"
 CALIBRATION="${CALIBRATION:-own}"
 PYTHON="${PYTHON:-python3}"
@@ -34,9 +38,11 @@ start=$(date +%s)
 for n in $LENGTHS; do
   for r in $RATIOS; do
     t0=$(date +%s)
-    echo "== $n tokens, R = $r ($(date -u +%H:%M:%S) UTC, $(uptime | sed 's/.*load average/load average/'))" | tee -a "$LOG"
+    reps=$REPS
+    awk "BEGIN { exit !($r <= 1) }" && reps=$REPS_ONE_STEP
+    echo "== $n tokens, R = $r, $reps reps ($(date -u +%H:%M:%S) UTC, $(uptime | sed 's/.*load average/load average/'))" | tee -a "$LOG"
     if ! "$SG" bench ttst -m "$MODEL" --prompt-tokens "$n" --ratio "$r" --modes "$MODES" \
-        --output-tokens "$OUTPUT_TOKENS" --reps "$REPS" --plot '' --data "$OUT/ttst_${n}_r${r}.jsonl" >> "$LOG" 2>&1; then
+        --output-tokens "$OUTPUT_TOKENS" --reps "$reps" --plot '' --data "$OUT/ttst_${n}_r${r}.jsonl" >> "$LOG" 2>&1; then
       echo "   FAILED (the records written before the failure are kept; see $LOG)" | tee -a "$LOG"
     fi
     echo "   $(( $(date +%s) - t0 )) s" | tee -a "$LOG"
