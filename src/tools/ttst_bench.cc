@@ -59,8 +59,8 @@ Status RunTtstBench(TtstBenchOptions o) {
 
   // Calibration (for --ratio and for R): prefill time and KV bytes per prompt length,
   // measured on an unshaped link: the faster of two prefills, since a hiccup of a shared
-  // machine only lengthens one (2026-12-04: one of 8.7 s where the point's requests took
-  // 4.9-5.5 s set a link for R = 1 that ran at R = 1.5).
+  // machine only lengthens one (2026-12-04: one of 8.7 s, where all but one of the point's 20
+  // requests took 4.9-5.5 s, set a link for R = 1 that ran at R = 1.5).
   std::map<std::int64_t, double> prefill_ms, kv_bytes;
   {
     LocalClusterOptions c = o.cluster;
