@@ -110,6 +110,7 @@ json RequestFields(const json& s) {
                         "first_attend_ms",
                         "step_ms_per_step",
                         "blocks_requested_per_step",
+                        "attended_blocks_per_step",
                         "prefill_done_ms"}) {
     if (s.contains(k)) rec[k] = s[k];
   }

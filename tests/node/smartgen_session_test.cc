@@ -194,6 +194,14 @@ TEST(SmartgenSession, LateBlocksAreLeftOutThenUsedFromTheStepTheyLandIn) {
   }
   EXPECT_EQ(sum, stats["blocks_requested"].get<std::int64_t>());
   EXPECT_GT(requested[0], 0);
+  // The local attention of the selective layers (a complete layer is dense) read every present
+  // prompt block: step 1, layers 1-3 less the 5 late blocks; step 2, layers 1 and 3 (layer 2
+  // completed) less the 3 still late.
+  const auto attended = stats["attended_blocks_per_step"].get<std::vector<std::int64_t>>();
+  ASSERT_EQ(attended.size(), requested.size());
+  const std::int64_t layer_blocks = std::int64_t{cfg.n_kv_heads} * n_blocks;
+  EXPECT_EQ(attended[0], 3 * layer_blocks - 5);
+  EXPECT_EQ(attended[1], 2 * layer_blocks - 3);
   EXPECT_TRUE(stats.contains("first_attend_ms"));
 }
 

@@ -397,6 +397,7 @@ Status SmartgenSession::Attend(int layer, const float* q, std::int64_t pos, floa
     }
     head_refs_[h].clear();
     select::SelectedRefs(*kv_, layer, h, n_prompt_, here, pos, &head_refs_[h]);
+    step_phases_.attended += std::ssize(here);
   }
   heads_.Run(pool_, p, q, pos, head_refs_, out, head_lse_.data());
   const double local_ms = core::ToMillis(core::NowNanos() - t_local);

@@ -184,6 +184,7 @@ class SmartgenSession final : public model::AttentionOverride {
   struct StepPhases {
     double own = 0, select = 0, local = 0, merge = 0;
     std::int64_t requested = 0;  // blocks asked for on demand (predicted included)
+    std::int64_t attended = 0;   // blocks the local attention read, over layers and KV heads
   };
   StepPhases step_phases_;
   std::vector<StepPhases> phases_per_step_;

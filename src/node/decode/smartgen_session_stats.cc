@@ -113,16 +113,19 @@ nlohmann::json SmartgenSession::Stats(core::Nanos start, std::uint64_t blocks_re
   nlohmann::json per_step = {{"own", nlohmann::json::array()}, {"select", nlohmann::json::array()},
                              {"local_attention", nlohmann::json::array()},
                              {"merge_and_stats", nlohmann::json::array()}};
-  nlohmann::json requested = nlohmann::json::array();
+  nlohmann::json requested = nlohmann::json::array(), attended = nlohmann::json::array();
   for (const StepPhases& s : phases_per_step_) {
     per_step["own"].push_back(s.own);
     per_step["select"].push_back(s.select);
     per_step["local_attention"].push_back(s.local);
     per_step["merge_and_stats"].push_back(s.merge);
     requested.push_back(s.requested);
+    attended.push_back(s.attended);
   }
   j["selective_ms_per_step"] = per_step;
   j["blocks_requested_per_step"] = requested;
+  // The prompt blocks each step's local attention read (its rate: local_attention over these).
+  j["attended_blocks_per_step"] = attended;
   if (first_attend_at_ != 0) j["first_attend_ms"] = core::ToMillis(first_attend_at_ - start);
   j["blocks_requested"] = blocks_fetched_;
   j["predicted_blocks"] = predicted_;  // checked against the real selection
