@@ -93,9 +93,14 @@ if fit:
     touch_s = "%.1f GB/s of KV" % (touch / 1e9) if touch > 0 else "none (first steps no longer than the median)"
     cold = fit.get("cold_read_bytes_per_s", 0)
     cold_s = "%.0f GB/s of weights" % (cold / 1e9) if cold > 0 else "none"
+    local = fit.get("local_attention_bytes_per_s", 0)
+    local_s = ("%.1f GB/s of K/V + %.0f us a layer" % (local / 1e9, fit.get("local_attention_layer_s", 0) * 1e6)
+               if local > 0 else "the dense rate")
     print("calibration fitted: attention %.1f GB/s of K/V, first touch %s, cold first step %s, "
-          "a selective layer's own cost %.0f us" %
-          (fit.get("attention_bytes_per_s", 0) / 1e9, touch_s, cold_s, fit.get("selective_layer_s", 0) * 1e6))
+          "SmartGen's local attention %s, a selective layer's own cost %.0f us, "
+          "a landing byte's CPU %.1f ms per MB" %
+          (fit.get("attention_bytes_per_s", 0) / 1e9, touch_s, cold_s, local_s, fit.get("selective_layer_s", 0) * 1e6,
+           fit.get("transfer_cpu_s_per_byte", 0) * 1e9))
     print()
 summary("within 15 % (share of records; n):", v["summary"])
 if any(p["n"] > 1 for p in v.get("points", [])):

@@ -65,6 +65,12 @@ CostModel::LayerPhases CostModel::DecodeLayerPhases(int batch, double attended_t
   return p;
 }
 
+Seconds CostModel::LocalAttention(double attended_tokens) const {
+  if (hw_.local_attention_bytes_per_s <= 0) return 0;
+  return hw_.local_attention_layer_s +
+         shape_.KvBytesPerTokenLayer() * attended_tokens / hw_.local_attention_bytes_per_s;
+}
+
 Seconds CostModel::DecodeOutput(int batch) const {
   return Roofline(shape_.OutputFlopsPerToken() * batch, shape_.OutputWeightBytes());
 }

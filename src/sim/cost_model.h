@@ -54,6 +54,10 @@ class CostModel {
     Seconds qkv = 0, attention = 0, rest = 0;
   };
   LayerPhases DecodeLayerPhases(int batch, double attended_tokens) const;
+  // A selective layer's local attention over `attended_tokens` keys of its present blocks, as
+  // its own phase (Hardware::local_attention_bytes_per_s); 0 without that rate, where the keys
+  // count with the layer's dense ones (DecodeLayerPhases).
+  Seconds LocalAttention(double attended_tokens) const;
   // Output head of one step for `batch` sequences.
   Seconds DecodeOutput(int batch) const;
   // A whole dense step for `batch` sequences of `context` tokens each (for estimates).

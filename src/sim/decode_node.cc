@@ -198,6 +198,7 @@ void DecodeNode::StartLayer(int layer) {
   const ModelShape& s = cost_->shape();
   const SmartgenSimOptions& o = options_->smartgen;
   double attended = 0;
+  Seconds local_attention_s = 0;  // the selective members' own phase, where the rate is its own
   Seconds select_cost = 0;
   Seconds bound = 0;  // the longest wait any member's session allows this layer
   // Fetches leave after the QKV projection and the member's scoring (as on the node).
@@ -217,7 +218,12 @@ void DecodeNode::StartLayer(int layer) {
     // else the selected ones (what lands in time is merged: counted as selected).
     const double blocks = o.attend_present ? std::max(r->kv->present(layer), d.selected - d.absent) : d.selected;
     const double local_tokens = blocks / s.n_kv_heads * options_->block_tokens + r->decode_steps;
-    attended += local_tokens;
+    const Seconds local_attention = cost_->LocalAttention(local_tokens);
+    if (local_attention > 0) {
+      local_attention_s += local_attention;
+    } else {
+      attended += local_tokens;
+    }
     // The request leaves once the member's scores are in; its block lists and bookkeeping
     // (selective_layer_s) follow while the blocks are on the way.
     const double first = r->decode_steps == 0 ? cost_->hardware().first_select_extra : 0.0;
@@ -256,8 +262,8 @@ void DecodeNode::StartLayer(int layer) {
       }
     }
     // The node's wait bound: its share of the step, or the layer's own attention time.
-    const Seconds local_attention = cost_->DecodeAttention(local_tokens);
-    Seconds b = select::LayerWaitBoundMs(o, r->step_compute_ms, local_attention * 1e3, s.n_layers) / 1e3;
+    const Seconds own_attention = local_attention > 0 ? local_attention : cost_->DecodeAttention(local_tokens);
+    Seconds b = select::LayerWaitBoundMs(o, r->step_compute_ms, own_attention * 1e3, s.n_layers) / 1e3;
     // The first step waits for the prefill node's blocks until first_wait_ms after PrefillDone.
     if (step == 1 && o.first_step && r->prefill_done_at >= 0) {
       b = std::max(b, r->prefill_done_at + o.first_wait_ms / 1e3 - queue_->now());
@@ -267,7 +273,7 @@ void DecodeNode::StartLayer(int layer) {
   // The layer waits for its fetches after QKV, selection and local attention; the output
   // projection and FFN follow the wait.
   const CostModel::LayerPhases phases = cost_->DecodeLayerPhases(static_cast<int>(members_.size()), attended);
-  const Seconds compute = phases.qkv + select_cost + phases.attention;
+  const Seconds compute = phases.qkv + select_cost + phases.attention + local_attention_s;
   layer_compute_ = compute;
   layer_rest_ = phases.rest;
   const std::uint64_t id = layer_id_;

@@ -62,8 +62,12 @@ Hardware Gpu(std::string name, double tflops, double gbs, double mem_gb, std::st
 // measured it (2026-12-01 20:42 UTC, 4096 tokens, R 1 and 4): selection 0.07-0.09 ms (7.4
 // GFLOP/s on the Quest bound), attention over what is present at 11.3 GB/s of K/V (64-68 ns
 // per key and layer; the colocated steps' growth with the context gives the same), 0.08 ms of
-// its own beyond both, and a wait that runs to its bound ends 0.045 ms after it (0.08 ms
-// before the decode thread's timer slack was lowered to 1 us). On the paravirtualised Zen 5 VM
+// its own beyond both; on the paravirtualised Zen 5 VM (2026-12-05 00:20 sweep, "Validation
+// with SmartGen's local attention at its own rate") that attention read the present blocks at
+// 13.0 GB/s + 17 us a layer (the line through the requests' steps 2 on, 11.9 GB/s pooled at R =
+// 1, 9.3 at R = 2: the fixed part weighs more where fewer blocks are present), and a wait that
+// runs to its bound ends 0.045 ms after it (0.08 ms before the decode thread's timer slack was
+// lowered to 1 us). On the paravirtualised Zen 5 VM
 // (2026-12-04 sweep, "Validation with a cold first step") a decode node that sat idle waiting
 // for its KV took 1-6 ms longer over its first step than over its later ones: 81 GB/s over
 // SmolLM2-135M F16's weights, beyond a first touch of 52 GB/s over the KV (26 GB/s kept here:
@@ -72,7 +76,9 @@ Hardware Gpu(std::string name, double tflops, double gbs, double mem_gb, std::st
 // byte through it costs 8 ms of CPU per MB, sender and receiver together (`/usr/bin/time
 // smartgen bench transfer --link-gbps 0.1512 --bytes 32M --block-bytes 12K` on the
 // paravirtualised Zen 5 VM, 2026-12-04: 0.27 s of CPU for 34.6 MB; 2.3 ms per MB unshaped),
-// measured apart from any decode; a step's threads lose it while the stream lands. A request's
+// measured apart from any decode; a step's threads lose it while the stream lands (a sweep
+// whose records list the local attention's blocks fits it with the selective layer's own cost:
+// 5.6 ms per MB and 53 us in the 2026-12-05 00:20 one). A request's
 // first selective step scored about twice as long as its later ones (2-6.6 ms against 1-2.2 ms
 // a step; the median request's extra read 0.8-1.2 on the four 2026-12-04 sweeps that timed
 // the steps' phases).
@@ -91,6 +97,8 @@ Hardware Cpu() {
   h.cold_read_bytes_per_s = 81e9;
   h.select_flops = 7.4e9;
   h.attention_bytes_per_s = 11.3e9;
+  h.local_attention_bytes_per_s = 13.0e9;
+  h.local_attention_layer_s = 17e-6;
   h.wait_overrun_s = 0.045e-3;
   h.selective_layer_s = 0.08e-3;
   h.first_select_extra = 1.1;

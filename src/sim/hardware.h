@@ -46,6 +46,12 @@ struct Hardware {
   // weight products (the CPU engine's); 0 = K/V streams with the weights at the decode rate
   // (the GPU presets' roofline).
   double attention_bytes_per_s = 0;
+  // Rate at which a selective layer's local attention reads the K/V of the blocks it attends
+  // (block by block from the paged cache, a partial result per head for the merge), B/s; the
+  // CPU engine's runs slower per byte than its dense sweep. 0 = the dense attention's rate.
+  double local_attention_bytes_per_s = 0;
+  // Its fixed cost per selective layer (the per-head partial results and block lists), s.
+  double local_attention_layer_s = 0;
   // CPU time per KV byte that lands on a decode node while it computes a step: the receive
   // path and, where both nodes share the cores (the testbed), the sender's, which the step's
   // threads lose. 0 = none (the GPU presets: the NIC moves the bytes).

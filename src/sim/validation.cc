@@ -130,6 +130,9 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
         r.selection["first_step_blocks"] = j["prefill_stats"]["smartgen"]["first_step_blocks"];
       }
     }
+    if (j.contains("bytes_by_path") && j["bytes_by_path"].is_object()) {
+      r.decode_landed_bytes = Num(j["bytes_by_path"], "on_demand", 0) + Num(j["bytes_by_path"], "speculative", 0);
+    }
     for (const char* k :
          {"selection_churn", "selection_churn_per_step", "selection_fresh",
           "selection_fresh_per_step", "prediction_hit_rate", "on_demand_ratio_per_step"}) {
@@ -177,6 +180,14 @@ Result<std::vector<MeasuredRecord>> ReadMeasuredRecords(const std::string& path)
         for (std::size_t i = 1; i < own.size(); ++i) {  // step 1 pays first-touch and cold reads
           r.selective_own_ms += own[i] / static_cast<double>(own.size() - 1);
           r.selective_parts_ms += (select[i] + local[i] + merge[i]) / static_cast<double>(own.size() - 1);
+        }
+        if (j.contains("attended_blocks_per_step") && j["attended_blocks_per_step"].is_array() &&
+            j["attended_blocks_per_step"].size() == own.size()) {
+          for (std::size_t i = 1; i < own.size(); ++i) {
+            const nlohmann::json& a = j["attended_blocks_per_step"][i];
+            r.local_attended_blocks += a.is_number() ? a.get<double>() : 0.0;
+            r.local_attention_ms += local[i];
+          }
         }
         const double later = own.size() >= 3 ? Median(std::vector<double>(select.begin() + 1, select.end())) : 0.0;
         if (later > 0) r.first_select_ratio = select.front() / later;
@@ -232,11 +243,19 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
   if (options.calibration != Calibration::kPreset && cpu.cold_read_bytes_per_s > 0) {
     cpu.cold_read_bytes_per_s = std::max(0.0, internal::FitColdReadRate(records, CostModel(cpu, shape)));
   }
-  // A selective layer's own cost, from the SmartGen records' step phases (their waits, which
-  // the simulation then predicts, do not enter it).
+  // A selective layer's local attention, own cost and the CPU of landing bytes, from the
+  // SmartGen records' step phases (their waits, which the simulation then predicts, do not
+  // enter them).
   if (options.calibration != Calibration::kPreset) {
-    const std::optional<double> cost = internal::FitSelectiveLayerCost(records, colocated_rep, CostModel(cpu, shape));
-    if (cost.has_value()) cpu.selective_layer_s = std::max(0.0, *cost);
+    if (const auto local = internal::FitLocalAttention(records, shape, ClusterOptions{}.block_tokens)) {
+      cpu.local_attention_bytes_per_s = local->bytes_per_s;
+      cpu.local_attention_layer_s = local->layer_s;
+    }
+    const bool local = cpu.local_attention_bytes_per_s > 0;
+    if (const auto costs = internal::FitSelectiveCosts(records, colocated_rep, CostModel(cpu, shape), local)) {
+      cpu.selective_layer_s = costs->layer_s;
+      if (cpu.transfer_cpu_s_per_byte > 0) cpu.transfer_cpu_s_per_byte = costs->transfer_cpu_s_per_byte;
+    }
     // And how much longer its first selective step's scoring takes than a later step's.
     const std::optional<double> first = internal::FitFirstSelectExtra(records, shape);
     if (first.has_value()) cpu.first_select_extra = std::max(0.0, *first);
@@ -426,6 +445,9 @@ Result<nlohmann::json> Validate(const std::vector<MeasuredRecord>& records,
                   {"first_touch_bytes_per_s", cpu.first_touch_bytes_per_s},
                   {"cold_read_bytes_per_s", cpu.cold_read_bytes_per_s},
                   {"selective_layer_s", cpu.selective_layer_s},
+                  {"transfer_cpu_s_per_byte", cpu.transfer_cpu_s_per_byte},
+                  {"local_attention_bytes_per_s", cpu.local_attention_bytes_per_s},
+                  {"local_attention_layer_s", cpu.local_attention_layer_s},
                   {"first_select_extra", cpu.first_select_extra}}},
       {"selection_stats", options.replay_selection ? "replay (" + options.stats.name + " elsewhere)" : options.stats.name},
       {"records", rows},

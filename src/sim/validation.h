@@ -23,6 +23,11 @@
 // Under kOwn a SmartGen record that carries its node's step phases (selective_ms) is
 // simulated with its selection time per layer-step and its waits' overrun past their bounds
 // (machine figures, like the dense step; the waits themselves stay predictions).
+// Across the records (not under kPreset) the calibration fits the machine's rates, each from
+// the records that measure it (sim/validation_fit.h): the dense attention, first touch, the
+// cold first step, SmartGen's local attention (from records that list the blocks each step's
+// local attention read), a selective layer's own cost and, where the local attention has its
+// own rate, the CPU of the KV bytes landing during a step.
 // Under kRecorded and kOwn a SmartGen record that carries its node's proactive budget is
 // simulated with that budget (the node sized it from its own estimate of the prefill, which
 // the load can make wrong), as proactive_ratio = kv_bytes / budget.
@@ -75,6 +80,13 @@ struct MeasuredRecord {
   // its selection + local attention + merge.
   int selective_steps = 0, selective_layer_steps = 0;
   double selective_own_ms = 0, selective_parts_ms = 0;
+  // SmartGen, from the same steps (2 on) and attended_blocks_per_step: the prompt blocks (per
+  // KV head, over the layers) their local attention read, and the time it took, summed; 0 =
+  // not recorded.
+  double local_attended_blocks = 0, local_attention_ms = 0;
+  // SmartGen: the bytes that landed while the node decoded (bytes_by_path's on_demand and
+  // speculative), -1 = not recorded.
+  double decode_landed_bytes = -1;
   // SmartGen, from the same series: the first listed step's selection time over the median of
   // the later steps'; empty when not recorded.
   std::optional<double> first_select_ratio;

@@ -70,12 +70,46 @@ double FitColdReadRate(const std::vector<MeasuredRecord>& records, const CostMod
   return median > 0 ? cost.shape().WeightBytes() / median : 0.0;
 }
 
-std::optional<double> FitSelectiveLayerCost(
+std::optional<LocalAttentionFit> FitLocalAttention(const std::vector<MeasuredRecord>& records,
+                                                   const ModelShape& shape, int block_tokens) {
+  const double block_bytes = shape.KvBytesPerTokenLayer() / shape.n_kv_heads * block_tokens;
+  std::vector<std::pair<double, double>> points;  // (bytes, s) of a record's mean step
+  for (const MeasuredRecord& r : records) {
+    if (r.mode != Mode::kSmartgen || r.selective_steps < 2 || r.local_attended_blocks <= 0) continue;
+    const double steps = r.selective_steps - 1;
+    points.emplace_back(r.local_attended_blocks * block_bytes / steps, r.local_attention_ms / 1e3 / steps);
+  }
+  if (points.size() < 2) return std::nullopt;
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : points) {
+    mx += x;
+    my += y;
+  }
+  mx /= static_cast<double>(points.size());
+  my /= static_cast<double>(points.size());
+  double sxy = 0, sxx = 0, x2 = 0, xy = 0;
+  for (const auto& [x, y] : points) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) * (x - mx);
+    x2 += x * x;
+    xy += x * y;
+  }
+  if (sxx <= 0 || sxy <= 0) return std::nullopt;
+  double slope = sxy / sxx, intercept = my - slope * mx;
+  if (intercept < 0) {  // through the origin
+    slope = xy / x2;
+    intercept = 0;
+  }
+  return LocalAttentionFit{1.0 / slope, intercept / shape.n_layers};
+}
+
+std::optional<SelectiveCostFit> FitSelectiveCosts(
     const std::vector<MeasuredRecord>& records,
     const std::map<std::tuple<std::int64_t, double, int>, const MeasuredRecord*>& colocated_rep,
-    const CostModel& cost) {
+    const CostModel& cost, bool fit_landing) {
   const ModelShape& shape = cost.shape();
-  std::vector<double> per_layer;
+  // Per point (prompt, R): each record's step residual and the bytes landing during the step.
+  std::map<std::pair<std::int64_t, double>, std::pair<std::vector<double>, std::vector<double>>> by_point;
   for (const MeasuredRecord& r : records) {
     if (r.mode != Mode::kSmartgen || r.selective_steps < 2 ||
         r.selective_layer_steps < r.selective_steps * shape.n_layers) {
@@ -90,11 +124,42 @@ std::optional<double> FitSelectiveLayerCost(
     }
     const Seconds dense_rest = coloc->second->median_gap_ms / 1e3 - attention;
     const Seconds own = r.selective_own_ms / 1e3;
-    const Seconds landing = r.link_mbps * 1e6 / 8 * own * cost.hardware().transfer_cpu_s_per_byte;
-    per_layer.push_back((own - r.selective_parts_ms / 1e3 - dense_rest - landing) / shape.n_layers);
+    const double link = r.link_mbps * 1e6 / 8;
+    double rate = link;  // older records: the link's rate
+    const double end_ms = r.time_to_exact_ms >= 0 ? r.time_to_exact_ms : r.e2e_ms;
+    if (r.decode_landed_bytes >= 0 && end_ms > r.ttft_ms) {
+      rate = std::min(link, r.decode_landed_bytes / ((end_ms - r.ttft_ms) / 1e3));
+    }
+    auto& [residual, landing] = by_point[{r.prompt_tokens, r.ratio}];
+    residual.push_back(own - r.selective_parts_ms / 1e3 - dense_rest);
+    landing.push_back(rate * own);
   }
-  if (per_layer.empty()) return std::nullopt;
-  return MedianOf(std::move(per_layer));
+  if (by_point.empty()) return std::nullopt;
+  // y = layers x c + bytes x k over the points' medians; sums of the normal equations.
+  const double layers = shape.n_layers;
+  double sxx = 0, sxy = 0, sx = 0, sy = 0, n = 0;
+  for (auto& [key, point] : by_point) {
+    const double y = MedianOf(std::move(point.first)), x = MedianOf(std::move(point.second));
+    sxx += x * x;
+    sxy += x * y;
+    sx += x;
+    sy += y;
+    n += 1;
+  }
+  SelectiveCostFit fit{sy / n / layers, cost.hardware().transfer_cpu_s_per_byte};
+  const double det = n * sxx - sx * sx;
+  if (!fit_landing || n < 2 || det <= 1e-12 * n * sxx) {  // c alone
+    fit.layer_s = std::max(0.0, (sy - fit.transfer_cpu_s_per_byte * sx) / n / layers);
+    return fit;
+  }
+  fit.transfer_cpu_s_per_byte = (n * sxy - sx * sy) / det;
+  fit.layer_s = (sy - fit.transfer_cpu_s_per_byte * sx) / n / layers;
+  if (fit.transfer_cpu_s_per_byte < 0) {
+    fit = {sy / n / layers, 0.0};
+  } else if (fit.layer_s < 0) {
+    fit = {0.0, sxx > 0 ? std::max(0.0, sxy / sxx) : 0.0};
+  }
+  return fit;
 }
 
 std::optional<double> FitFirstSelectExtra(const std::vector<MeasuredRecord>& records, const ModelShape& shape) {

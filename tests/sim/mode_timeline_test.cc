@@ -162,6 +162,32 @@ TEST(SimModes, OnlyARequestsFirstSelectiveStepPaysTheFirstSelection) {
   }
 }
 
+TEST(SimModes, ASelectiveLayersLocalAttentionRunsAtItsOwnRate) {
+  // Hardware::local_attention_bytes_per_s: the present blocks' K/V read as the layer's own phase.
+  // At the dense rate and no fixed cost the timeline is the one without it; at half the rate
+  // and 10 us a layer, token 2 is later by 30 x 10 us and the present blocks' second read.
+  ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
+  spec.options.link.gbps = GbpsForRatio(spec, kPrompt, 2);
+  spec.options.smartgen.fetch_on_demand = false;  // no waits: the steps are their compute
+  spec.decode_hw.attention_bytes_per_s = 10e9;     // attention as its own phase, as on the CPU
+  const SimResult base = RunOne(spec, kPrompt, 4);
+  spec.decode_hw.local_attention_bytes_per_s = spec.decode_hw.attention_bytes_per_s;
+  const SimResult same = RunOne(spec, kPrompt, 4);
+  spec.decode_hw.local_attention_bytes_per_s /= 2;
+  spec.decode_hw.local_attention_layer_s = 10e-6;
+  const SimResult slow = RunOne(spec, kPrompt, 4);
+  const SimRequest& a = *base.requests[0];
+  ASSERT_LT(a.exact, 0);  // every step selective
+  for (std::size_t i = 0; i < a.tokens.size(); ++i) {
+    EXPECT_NEAR(same.requests[0]->tokens[i], a.tokens[i], 1e-12) << i;
+  }
+  const CostModel c(spec.decode_hw, spec.model);
+  const double extra = Ttst(*slow.requests[0]) - Ttst(a);
+  const double present_reread = extra - 30 * 10e-6;  // the present blocks at the dense rate again
+  EXPECT_GT(present_reread, 0.1 * 30 * c.DecodeAttention(kPrompt));
+  EXPECT_LT(present_reread, 30 * c.DecodeAttention(kPrompt + 1));
+}
+
 TEST(SimModes, SmartgenBecomesExactWithALongOutput) {
   ClusterSpec spec = OnePairSpec(Mode::kSmartgen, 1);
   spec.options.smartgen = *ParseSmartgenSimOptions(LegacyNodeOptions());
