@@ -155,7 +155,7 @@ std::optional<SelectiveCostFit> FitSelectiveCosts(
   fit.transfer_cpu_s_per_byte = (n * sxy - sx * sy) / det;
   fit.layer_s = (sy - fit.transfer_cpu_s_per_byte * sx) / n / layers;
   if (fit.transfer_cpu_s_per_byte < 0) {
-    fit = {sy / n / layers, 0.0};
+    fit = {std::max(0.0, sy / n / layers), 0.0};
   } else if (fit.layer_s < 0) {
     fit = {0.0, sxx > 0 ? std::max(0.0, sxy / sxx) : 0.0};
   }
