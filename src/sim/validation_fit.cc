@@ -1,6 +1,7 @@
 #include "sim/validation_fit.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace smartgen::sim::internal {
@@ -10,6 +11,29 @@ double MedianOf(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Line {
+  double slope = 0, intercept = 0;
+};
+
+// The least-squares line through `points` (x, y); nullopt when the x do not vary.
+std::optional<Line> FitLine(const std::vector<std::pair<double, double>>& points) {
+  if (points.empty()) return std::nullopt;
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : points) {
+    mx += x;
+    my += y;
+  }
+  mx /= static_cast<double>(points.size());
+  my /= static_cast<double>(points.size());
+  double sxy = 0, sxx = 0;
+  for (const auto& [x, y] : points) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) * (x - mx);
+  }
+  if (sxx <= 0) return std::nullopt;
+  return Line{sxy / sxx, my - sxy / sxx * mx};
 }
 
 }  // namespace
@@ -26,19 +50,8 @@ double FitAttentionRate(
     lengths.insert(r->prompt_tokens);
   }
   if (lengths.size() < 2) return 0;
-  double mx = 0, my = 0;
-  for (const auto& [x, y] : points) {
-    mx += x;
-    my += y;
-  }
-  mx /= static_cast<double>(points.size());
-  my /= static_cast<double>(points.size());
-  double sxy = 0, sxx = 0;
-  for (const auto& [x, y] : points) {
-    sxy += (x - mx) * (y - my);
-    sxx += (x - mx) * (x - mx);
-  }
-  const double slope = sxx > 0 ? sxy / sxx : 0;  // s per key of context, all layers
+  const std::optional<Line> line = FitLine(points);
+  const double slope = line.has_value() ? line->slope : 0;  // s per key of context, all layers
   if (slope <= 0) return 0;
   return shape.KvBytesPerTokenLayer() * shape.n_layers / slope;
 }
@@ -80,27 +93,15 @@ std::optional<LocalAttentionFit> FitLocalAttention(const std::vector<MeasuredRec
     points.emplace_back(r.local_attended_blocks * block_bytes / steps, r.local_attention_ms / 1e3 / steps);
   }
   if (points.size() < 2) return std::nullopt;
-  double mx = 0, my = 0;
+  const std::optional<Line> line = FitLine(points);
+  if (!line.has_value() || line->slope <= 0) return std::nullopt;
+  if (line->intercept >= 0) return LocalAttentionFit{1.0 / line->slope, line->intercept / shape.n_layers};
+  double x2 = 0, xy = 0;  // through the origin
   for (const auto& [x, y] : points) {
-    mx += x;
-    my += y;
-  }
-  mx /= static_cast<double>(points.size());
-  my /= static_cast<double>(points.size());
-  double sxy = 0, sxx = 0, x2 = 0, xy = 0;
-  for (const auto& [x, y] : points) {
-    sxy += (x - mx) * (y - my);
-    sxx += (x - mx) * (x - mx);
     x2 += x * x;
     xy += x * y;
   }
-  if (sxx <= 0 || sxy <= 0) return std::nullopt;
-  double slope = sxy / sxx, intercept = my - slope * mx;
-  if (intercept < 0) {  // through the origin
-    slope = xy / x2;
-    intercept = 0;
-  }
-  return LocalAttentionFit{1.0 / slope, intercept / shape.n_layers};
+  return LocalAttentionFit{x2 / xy, 0.0};
 }
 
 std::optional<SelectiveCostFit> FitSelectiveCosts(
