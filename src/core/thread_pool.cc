@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/cpu_placement.h"
+#include "core/log.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -12,6 +15,8 @@ namespace {
 
 thread_local bool t_inside_job = false;
 thread_local int t_lane = -1;  // ThreadPool::CurrentLane()
+thread_local std::uint64_t t_placed_by = 0;  // the id of the pool that pinned this caller
+std::atomic<std::uint64_t> g_next_pool_id{1};
 
 // How much a waiting thread prefetches between two looks at whether its pass is done.
 constexpr std::size_t kIdlePrefetchStep = 1024;
@@ -43,11 +48,47 @@ constexpr std::uint32_t GenOf(std::uint64_t s) { return static_cast<std::uint32_
 constexpr std::uint32_t CountOf(std::uint64_t s) { return static_cast<std::uint32_t>(s >> 16) & 0xffff; }
 constexpr std::uint32_t NextOf(std::uint64_t s) { return static_cast<std::uint32_t>(s) & 0xffff; }
 
+// A lane per CPU: a list shorter than the pool is refused (two lanes on one CPU would take turns).
+Status CheckCpuCount(int n_threads, const std::vector<int>& cpus) {
+  if (static_cast<int>(cpus.size()) >= std::max(n_threads, 1)) return Status::Ok();
+  return InvalidArgument("{} compute threads need {} CPUs, the list {} has {} (pass --threads {} or list more)",
+                         n_threads, n_threads, FormatCpuList(cpus), cpus.size(), cpus.size());
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
   workers_.reserve(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+}
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::Create(int n_threads, std::vector<int> cpus) {
+  if (!cpus.empty()) SG_RETURN_IF_ERROR(CheckCpuCount(n_threads, cpus));
+  auto pool = std::make_unique<ThreadPool>(n_threads);
+  if (cpus.empty()) return pool;
+  for (std::size_t i = 0; i < pool->workers_.size(); ++i) {
+    SG_RETURN_IF_ERROR(PinThreadTo(pool->workers_[i], cpus[i + 1]).WithContext(fmt::format("pool lane {}", i + 1)));
+  }
+  pool->cpus_ = std::move(cpus);
+  pool->cpus_.resize(static_cast<std::size_t>(pool->n_threads_));
+  pool->id_ = g_next_pool_id.fetch_add(1, std::memory_order_relaxed);
+  return pool;
+}
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::CreateOn(int n_threads, std::string_view cpu_list) {
+  if (cpu_list.empty()) return Create(n_threads, {});
+  SG_ASSIGN_OR_RETURN(std::vector<int> cpus, ParseCpuList(cpu_list));
+  SG_RETURN_IF_ERROR(CheckCpuCount(n_threads, cpus));  // before the process is placed
+  SG_RETURN_IF_ERROR(PlaceProcessOn(cpus));
+  return Create(n_threads, std::move(cpus));
+}
+
+void ThreadPool::PlaceCaller() {
+  if (t_placed_by == id_) return;
+  t_placed_by = id_;
+  if (const Status s = PinThisThreadTo(cpus_[0]); !s.ok()) {
+    SG_LOG_WARN("pool", "the calling thread stays unpinned: {}", s.ToString());
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -108,6 +149,7 @@ bool ThreadPool::TryRunJob(ChunkFn fn, void* ctx, std::int64_t first, std::uint3
                            const IdlePrefetch* idle) {
   std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return false;
+  if (!cpus_.empty()) PlaceCaller();
   job_fn_ = fn;
   job_ctx_ = ctx;
   job_first_ = first;

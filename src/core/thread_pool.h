@@ -12,6 +12,10 @@
 // to claim prefetches its lane's ranges, a KiB at a time, until the pass is done. The caller runs
 // lane 0, worker i lane i (CurrentLane()).
 //
+// Placement (optional, Create with a CPU list; cpu_placement.h): lane i runs on cpus[i] only.
+// Workers are pinned when the pool is made; the thread that runs lane 0 is whichever calls, so
+// it is pinned to cpus[0] when it first takes the pool (a call that runs inline pins nothing).
+//
 // Thread-safety: every entry point may be called from any thread. A call made while another
 // thread holds the pool, or from inside a chunk (nested parallelism), runs its chunks inline
 // on the calling thread (Run then calls fn(0, 1)), so no caller ever blocks on the pool.
@@ -19,13 +23,16 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "core/idle_prefetch.h"
+#include "core/result.h"
 
 namespace smartgen::core {
 
@@ -33,11 +40,21 @@ class ThreadPool {
  public:
   // n_threads >= 1 threads in all, the caller included.
   explicit ThreadPool(int n_threads);
+  // n_threads lanes placed on `cpus` (see above; empty: not placed). kInvalidArgument if the list
+  // has fewer CPUs than n_threads, kUnavailable if the kernel refuses a pin.
+  static Result<std::unique_ptr<ThreadPool>> Create(int n_threads, std::vector<int> cpus);
+  // A command's compute pool from its --threads and --cpus: `cpu_list` "" leaves everything
+  // unplaced; otherwise the process is confined to the listed CPUs (PlaceProcessOn) and the
+  // lanes pinned to the first n_threads of them, in the order given. Errors as Create's, and
+  // ParseCpuList's for the list.
+  static Result<std::unique_ptr<ThreadPool>> CreateOn(int n_threads, std::string_view cpu_list);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+  // The CPU of each lane (empty: not placed).
+  const std::vector<int>& cpus() const { return cpus_; }
 
   // Calls fn(chunk) exactly once for each chunk in [0, n_chunks), in any order and on any
   // threads (several chunks may run on one thread, the caller's included); returns when all
@@ -117,11 +134,15 @@ class ThreadPool {
   // Claims the next chunk of job `gen`: its index and the job's chunk count, or false.
   bool Claim(std::uint32_t gen, std::uint32_t* chunk, std::uint32_t* n);
   void WorkerLoop(int lane);
+  // Pins the calling thread to cpus_[0] unless it was pinned for this pool already.
+  void PlaceCaller();
 
   // The job state word: generation (32 bits) | chunk count (16) | next unclaimed chunk (16).
   static constexpr std::uint32_t kMaxJobChunks = 0xffff;
 
   const int n_threads_;
+  std::vector<int> cpus_;    // set by Create before the first pass
+  std::uint64_t id_ = 0;     // unique per pool: which pool placed a calling thread
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // held by the caller whose job the pool runs
 

@@ -17,8 +17,8 @@ Result<std::unique_ptr<ModelBackend>> ModelBackend::Load(const std::string& path
     return InvalidArgument("block_tokens {} is out of range", options.block_tokens);
   }
   std::unique_ptr<ModelBackend> b(new ModelBackend());
+  SG_ASSIGN_OR_RETURN(b->pool_, core::ThreadPool::CreateOn(options.threads, options.cpus));
   SG_ASSIGN_OR_RETURN(b->model_, model::Model::Load(path));
-  b->pool_ = std::make_unique<core::ThreadPool>(options.threads);
   model::ForwardOptions fo;
   fo.max_context = options.context_length;
   b->forward_ = std::make_unique<model::Forward>(*b->model_, b->pool_.get(), fo);

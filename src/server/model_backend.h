@@ -33,6 +33,7 @@ namespace smartgen::server {
 
 struct ModelBackendOptions {
   int threads = 2;  // compute threads
+  std::string cpus;  // CPUs of the process and its compute threads ("0-3"; "" = any): ThreadPool::CreateOn
   kv::KvDType kv_dtype = kv::KvDType::kF16;
   int block_tokens = 16;
   std::int64_t context_length = 0;  // 0 = the model's training context

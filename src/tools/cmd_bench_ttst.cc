@@ -28,6 +28,10 @@ void RegisterBenchTtst(CLI::App& bench) {
   cmd->add_option("--reps", o->reps, "repetitions per point (each runs every mode in turn)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "prompt seed")->capture_default_str();
   cmd->add_option("--threads", o->cluster.prefill_threads, "threads per node")->capture_default_str();
+  cmd->add_option("--prefill-cpus", o->cluster.prefill_cpus,
+                  "the prefill node's --cpus (CPUs of its own, e.g. 0-3; default: any, unpinned)");
+  cmd->add_option("--decode-cpus", o->cluster.decode_cpus,
+                  "the decode node's --cpus (CPUs of its own, e.g. 4-7; default: any, unpinned)");
   cmd->add_option("--kv-dtype", o->cluster.kv_dtype, "KV cache type")->capture_default_str();
   cmd->add_option("--transport", o->cluster.transport, "KV transport: tcp, ucx")->capture_default_str();
   cmd->add_option("--options", o->options_json, "mode options as JSON (e.g. SmartGen budgets)");

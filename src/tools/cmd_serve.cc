@@ -20,6 +20,7 @@
 #include "server/http_server.h"
 #include "server/model_backend.h"
 #include "tools/commands.h"
+#include "tools/engine_setup.h"
 #include "server/router_backend.h"
 #include "tokenizer/chat_template.h"
 
@@ -85,6 +86,7 @@ void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) 
   cmd.add_option("--link-latency-ms", c.link_latency_ms, "emulated one-way link latency")
       ->capture_default_str();
   cmd.add_option("--threads,-t", c.threads, "compute threads")->capture_default_str();
+  cmd.add_option("--cpus", c.cpus, kCpusHelp);
   cmd.add_flag("--fast-dot,!--exact-dot", c.fast_dot,
                "decode with int8 (VNNI) and BF16 dot products where the CPU has them (default; "
                "--exact-dot: the f32 path)")->capture_default_str();
@@ -108,11 +110,11 @@ void AddNodeFlags(CLI::App& cmd, node::NodeConfig& c, const char* default_name) 
 std::string Describe(const node::NodeConfig& c) {
   return fmt::format(
       "name={} model={} http={}:{} transfer={} advertise={} transport={} link_gbps={} link_latency_ms={} "
-      "threads={} weights_huge_pages={} kv_dtype={} block_tokens={} kv_capacity_tokens={} kv_prefault_tokens={} ctx={} max_batch={} "
+      "threads={} cpus={} weights_huge_pages={} kv_dtype={} block_tokens={} kv_capacity_tokens={} kv_prefault_tokens={} ctx={} max_batch={} "
       "profiles=[{}] allow_decode=[{}] control_tls={}",
       c.name, c.model_path, c.http_host, c.http_port, c.transfer_address,
       c.advertise.empty() ? "(bound)" : c.advertise, c.transport,
-      c.link_gbps, c.link_latency_ms, c.threads, c.weights_huge_pages, c.kv_dtype, c.block_tokens,
+      c.link_gbps, c.link_latency_ms, c.threads, c.cpus.empty() ? "any" : c.cpus, c.weights_huge_pages, c.kv_dtype, c.block_tokens,
       c.kv_capacity_tokens, c.kv_prefault_tokens, c.max_context, c.max_batch, fmt::join(c.profile_paths, ","),
       fmt::join(c.allowed_decode, ","), c.control_tls.ToString());
 }
@@ -293,6 +295,7 @@ void RegisterServe(CLI::App& app) {
   CLI::App* l = serve->add_subcommand("local", "the HTTP front over the engine in this process");
   l->add_option("--model,-m", local->model_path, "GGUF model file")->required();
   l->add_option("--threads,-t", local->backend.threads, "compute threads")->capture_default_str();
+  l->add_option("--cpus", local->backend.cpus, kCpusHelp);
   l->add_option("--kv-dtype", local->kv_dtype, "KV cache type: f16 or f32")->capture_default_str();
   AddHttpFlags(*l, local->http);
   l->callback([local] {

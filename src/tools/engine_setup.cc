@@ -7,6 +7,7 @@ namespace smartgen::tools {
 void EngineOptions::AddFlags(CLI::App& cmd) {
   cmd.add_option("--model,-m", model_path, "GGUF model file")->required();
   cmd.add_option("--threads,-t", threads, "compute threads")->capture_default_str();
+  cmd.add_option("--cpus", cpus, kCpusHelp);
   cmd.add_option("--kv-dtype", kv_dtype, "KV cache type: f16 or f32")
       ->check(CLI::IsMember({"f16", "f32"}))
       ->capture_default_str();
@@ -23,8 +24,8 @@ void EngineOptions::AddFlags(CLI::App& cmd) {
 }
 
 std::string EngineOptions::ToString() const {
-  return fmt::format("model={} threads={} kv_dtype={} block_tokens={} ctx={} fast_dot={} weights_huge_pages={}",
-                     model_path, threads, kv_dtype, block_tokens, ctx, fast_dot, weights_huge_pages);
+  return fmt::format("model={} threads={} cpus={} kv_dtype={} block_tokens={} ctx={} fast_dot={} weights_huge_pages={}",
+                     model_path, threads, cpus.empty() ? "any" : cpus, kv_dtype, block_tokens, ctx, fast_dot, weights_huge_pages);
 }
 
 Result<kv::KvDType> ParseKvDType(const std::string& name) {
@@ -42,11 +43,12 @@ Result<Engine> LoadEngine(const EngineOptions& options, std::int64_t max_tokens,
   }
   Engine e;
   kernels::SetFastDot(options.fast_dot);
+  // Placed first: the weights' pages are then first touched on the engine's own CPUs.
+  SG_ASSIGN_OR_RETURN(e.pool, core::ThreadPool::CreateOn(options.threads, options.cpus));
   SG_ASSIGN_OR_RETURN(e.model, model::Model::Load(options.model_path,
                                                   options.weights_huge_pages ? core::FilePlacement::kHugePages
                                                                              : core::FilePlacement::kMapped));
   SG_ASSIGN_OR_RETURN(const kv::KvDType dtype, ParseKvDType(options.kv_dtype));
-  e.pool = std::make_unique<core::ThreadPool>(options.threads);
   model::ForwardOptions fo;
   fo.max_context = options.ctx;
   e.forward = std::make_unique<model::Forward>(*e.model, e.pool.get(), fo);

@@ -15,9 +15,16 @@
 
 namespace smartgen::tools {
 
+// The help of every command's --cpus (run, bench engine, serve prefill / decode / local).
+inline constexpr const char* kCpusHelp =
+    "CPUs to run on, as taskset lists them (0-3,8): the process is confined to them and compute "
+    "thread i pinned to the i-th, so engines sharing a machine keep their own cores (default: "
+    "any CPU, unpinned)";
+
 struct EngineOptions {
   std::string model_path;
   int threads = 2;
+  std::string cpus;  // --cpus: the CPUs this process and its compute lanes run on ("" = any)
   std::string kv_dtype = "f16";
   int block_tokens = 16;
   std::int64_t ctx = 0;  // 0 = model's context length

@@ -71,7 +71,7 @@ Result<LocalCluster> LocalCluster::Start(const LocalClusterOptions& o) {
     SG_ASSIGN_OR_RETURN(std::string token_file, WriteTokenFile(o.log_dir));
     token_args = {"--token-file", token_file};
   }
-  auto node_args = [&](const char* role, int threads, const std::string& host) {
+  auto node_args = [&](const char* role, int threads, const std::string& cpus, const std::string& host) {
     std::vector<std::string> a = {"serve", role, "--model", o.model_path, "--host", host,
                                   "--port", "0",
                                   "--threads", std::to_string(threads), "--kv-dtype", o.kv_dtype,
@@ -79,13 +79,14 @@ Result<LocalCluster> LocalCluster::Start(const LocalClusterOptions& o) {
                                   "--transport", o.transport,
                                   "--link-gbps", fmt::format("{}", engine_gbps),
                                   "--link-latency-ms", fmt::format("{}", engine_latency_ms)};
+    if (!cpus.empty()) a.insert(a.end(), {"--cpus", cpus});
     a.insert(a.end(), token_args.begin(), token_args.end());
     a.insert(a.end(), o.extra_node_args.begin(), o.extra_node_args.end());
     return a;
   };
-  std::vector<std::string> decode_args = node_args("decode", o.decode_threads, decode_host);
+  std::vector<std::string> decode_args = node_args("decode", o.decode_threads, o.decode_cpus, decode_host);
   decode_args.insert(decode_args.end(), {"--transfer", kv_address});
-  std::vector<std::string> prefill_args = node_args("prefill", o.prefill_threads, prefill_host);
+  std::vector<std::string> prefill_args = node_args("prefill", o.prefill_threads, o.prefill_cpus, prefill_host);
   if (o.netns) prefill_args.insert(prefill_args.end(), {"--allow-decode", c.link_.decode_link_ip()});
   SG_ASSIGN_OR_RETURN(ChildProcess prefill,
                       ChildProcess::SpawnSelf(prefill_args, o.log_dir + "/prefill.log",

@@ -22,6 +22,8 @@ struct LocalClusterOptions {
   double link_latency_ms = 0;
   int prefill_threads = 2;
   int decode_threads = 2;
+  std::string prefill_cpus;  // each node's --cpus ("" = any CPU, unpinned)
+  std::string decode_cpus;
   std::string kv_dtype = "f16";
   int block_tokens = 16;
   std::string transport = "tcp";

@@ -3,7 +3,10 @@
 # decode nodes and a router whose pools and port come from a TOML config file (--config).
 # Checks: both decode nodes are in the router's pool, a plain and a streamed completion come
 # back through curl with the same greedy tokens, a smartgen-mode request too, /metrics counts
-# them, and a flag given on the command line wins over the file.
+# them, and a flag given on the command line wins over the file. With two CPUs or more the
+# prefill node and the first decode node run on CPUs of their own (--cpus): every thread of
+# each, its HTTP and KV-link threads included, stays on its node's CPU; a --cpus naming a CPU
+# the process may not use is refused at start-up.
 # Usage: serve_processes_test.sh path/to/smartgen
 set -euo pipefail
 BIN="$(realpath "$1")"
@@ -38,8 +41,13 @@ start() {
 
 "$BIN" make-model --preset tiny --type f32 --seed 3 --out "$WORK/model.gguf" > /dev/null
 NODE=(--model "$WORK/model.gguf" --port 0 --threads 1 --kv-dtype f32 --link-gbps 0.5)
-start prefill serve prefill "${NODE[@]}"; P=$PORT
-start decode1 serve decode "${NODE[@]}" --name decode-a; D1=$PORT
+read -r -a CPUS <<< "$(/usr/bin/python3 -c 'import os; print(" ".join(map(str, sorted(os.sched_getaffinity(0)))))')"
+PREFILL_CPUS=(); DECODE_CPUS=()
+if [ "${#CPUS[@]}" -ge 2 ]; then
+  PREFILL_CPUS=(--cpus "${CPUS[0]}"); DECODE_CPUS=(--cpus "${CPUS[1]}")
+fi
+start prefill serve prefill "${NODE[@]}" "${PREFILL_CPUS[@]}"; P=$PORT; PREFILL_PID=${pids[-1]}
+start decode1 serve decode "${NODE[@]}" --name decode-a "${DECODE_CPUS[@]}"; D1=$PORT; DECODE_PID=${pids[-1]}
 start decode2 serve decode "${NODE[@]}" --name decode-b; D2=$PORT
 
 cat > "$WORK/router.toml" <<TOML
@@ -77,4 +85,25 @@ metrics=$(curl -sS --max-time 10 "http://127.0.0.1:$R/metrics")
 # A here-string, not a pipe: grep -q exits at its first match, and under pipefail the writer's
 # SIGPIPE on a /metrics page longer than one pipe write would fail the check at random.
 grep -q '^smartgen_server_requests_total' <<<"$metrics" || fail "router /metrics has no request counter"
-echo "ok: prefill $P, decode $D1 and $D2, router $R (from --config); greedy ids $ids_plain"
+# Every thread of a placed node, made before or after its compute pool, is on its CPU.
+placed_on() {  # pid cpu: fails unless each of the process's threads may run on `cpu` only
+  local t
+  for t in /proc/"$1"/task/*; do
+    [ "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$t/status")" = "$2" ] ||
+      fail "thread $(basename "$t") of process $1 is allowed $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$t/status"), not CPU $2"
+  done
+}
+if [ "${#CPUS[@]}" -ge 2 ]; then
+  placed_on "$PREFILL_PID" "${CPUS[0]}"
+  placed_on "$DECODE_PID" "${CPUS[1]}"
+  placement="prefill on CPU ${CPUS[0]}, decode-a on CPU ${CPUS[1]}"
+else
+  placement="one CPU: placement not checked"
+fi
+bad_cpu=$(/usr/bin/python3 -c 'import os; a = os.sched_getaffinity(0); print(next(c for c in range(1024) if c not in a))')
+if "$BIN" serve decode "${NODE[@]}" --cpus "$bad_cpu" > "$WORK/badcpus.out" 2> "$WORK/badcpus.err"; then
+  fail "serve decode --cpus $bad_cpu started"
+fi
+grep -q "may not run on CPU $bad_cpu" "$WORK/badcpus.err" ||
+  fail "serve decode --cpus $bad_cpu did not say why: $(tail -2 "$WORK/badcpus.err")"
+echo "ok: prefill $P, decode $D1 and $D2, router $R (from --config); greedy ids $ids_plain; $placement"

@@ -140,10 +140,11 @@ Result<NodeRuntime> BuildNodeRuntime(const NodeConfig& c,
     return InvalidArgument("kv dtype '{}' is not f16 or f32", c.kv_dtype);
   }
   NodeRuntime r;
+  // Placed first: the weights' pages are then first touched on the node's own CPUs.
+  SG_ASSIGN_OR_RETURN(r.pool, core::ThreadPool::CreateOn(c.threads, c.cpus));
   SG_ASSIGN_OR_RETURN(r.model, model::Model::Load(c.model_path, c.weights_huge_pages
                                                                      ? core::FilePlacement::kHugePages
                                                                      : core::FilePlacement::kMapped));
-  r.pool = std::make_unique<core::ThreadPool>(c.threads);
   r.forward = std::make_unique<model::Forward>(*r.model, r.pool.get(),
                                                model::ForwardOptions{c.max_context});
   const kv::KvGeometry geometry = r.forward->KvGeometryFor(dtype, c.block_tokens);

@@ -44,6 +44,9 @@ struct NodeConfig {
   double link_gbps = 0;                      // emulated link rate for KV sent (0 = unshaped)
   double link_latency_ms = 0;                // emulated one-way latency
   int threads = 2;
+  // The CPUs this node runs on ("0-3,8"; "" = any): the process is confined to them and compute
+  // thread i pinned to the i-th (core/cpu_placement.h), so nodes sharing a machine keep apart.
+  std::string cpus;
   std::string kv_dtype = "f16";
   int block_tokens = 16;
   std::int64_t kv_capacity_tokens = 1 << 17; // KV pool size, in tokens of one sequence
