@@ -40,8 +40,14 @@ std::int64_t RoundUp(std::int64_t a, std::int64_t b) {
 constexpr std::int64_t kActTokens = 64;
 constexpr std::int64_t kActRows = 32;
 // From this many tokens a batch goes through the batched kernels (one weight unpack per panel of
-// 16 tokens) rather than token by token.
+// 16 tokens, every token a lane) rather than token by token (Segment::panel_min_tokens).
 constexpr std::int64_t kPanelMinTokens = 3;
+// Q4_0's from 5: its single-token kernel is the fastest integer dot (62-65 Gweights/s a thread in
+// cache at 896-1536 columns), so 4 tokens one after another over each 32-row block cost less than
+// a 16-lane panel with 4 lanes used: batch 4 at KV 512 decoded 1.34-1.71x faster so on Qwen2.5-0.5B
+// Q4_0 and 1.12-1.20x on SmolLM2-135M Q4_0, while Q8_0 was 0.87-0.92x and the Q4_K_M mixes level
+// (AMD EPYC Zen 5, 2026-12-05, docs/RESULTS.md).
+constexpr std::int64_t kPanelMinTokensQ4_0 = 5;
 // Prefill chunks of up to this many tokens (Forward's micro-batch) also take the batched kernels.
 constexpr std::int64_t kPanelPrefillTokens = 512;
 
@@ -134,7 +140,7 @@ void PrepareSegmentActs(Segment* segs, int n_segs, std::int64_t n, std::vector<A
     return s.prepare != nullptr && (s.vec_act != nullptr || s.vec_act_up != nullptr);
   };
   const auto wants_panels = [n](const Segment& s) {
-    return n >= kPanelMinTokens && (s.mul_act != nullptr || s.mul_act_up != nullptr);
+    return n >= s.panel_min_tokens && (s.mul_act != nullptr || s.mul_act_up != nullptr);
   };
   const std::int64_t n_panels = CeilDiv(n, kPanelTokens);
   // Per token: q and |q| (cols bytes each) and three per-block words, with slack between.
@@ -161,7 +167,7 @@ void PrepareSegmentActs(Segment* segs, int n_segs, std::int64_t n, std::vector<A
     for (int j = 0; j < i && s.act == nullptr; ++j) {
       if (segs[j].act != nullptr && segs[j].x == s.x && segs[j].cols == s.cols) {
         s.act = segs[j].act;
-        s.panel = segs[j].panel;
+        s.panel = wants_panels(s) ? segs[j].panel : nullptr;
       }
     }
     if (s.act != nullptr && (s.panel != nullptr || !wants_panels(s))) continue;
@@ -362,6 +368,7 @@ Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* 
   if (MatMulFn fast = FastDotMulKernel(table, w.type); fast != nullptr && whole) s.mul = fast;
   s.vec_act = FastDotActKernel(table, w.type, &s.prepare);
   if (s.vec_act != nullptr) s.mul_act = FastDotBatchKernel(table, w.type);
+  s.panel_min_tokens = w.type == gguf::GgmlType::kQ4_0 ? kPanelMinTokensQ4_0 : kPanelMinTokens;
   s.epilogue = epilogue;
   return s;
 }

@@ -50,11 +50,13 @@ struct Segment {
   MatVecActFn vec_act_up = nullptr;
   PrepareActFn prepare = nullptr;
   const ActQ8* act = nullptr;
-  // Decode batches of kPanelMinTokens..kActTokens tokens: the batched kernels (mul_act,
+  // Decode batches of panel_min_tokens..kActTokens tokens: the batched kernels (mul_act,
   // mul_act_up) on the tokens' panels (panel[g]: tokens [16 g, 16 g + 16)), when the type has one.
+  // Smaller batches go token by token through vec_act.
   MatMulActFn mul_act = nullptr;
   MatMulActFn mul_act_up = nullptr;
   const ActPanel* panel = nullptr;
+  std::int64_t panel_min_tokens = 0;  // set by MakeSegment for the weight type
   std::int64_t first_chunk = 0;  // in the concatenated row-chunk space of all segments
 };
 
