@@ -28,10 +28,12 @@ constexpr std::int64_t kMc = 120;    // tokens per block (a multiple of both ISA
 // dotted with every token while in L1: packing f32 panels cost a decode step of 4-8 tokens
 // twice the time of a single-token step (SmolLM2 F16), more than the GEMM saves.
 constexpr std::int64_t kSmallN = 16;
-// F32 / F16 / BF16 batches below this many tokens take the small-batch kernel (MatMulSmallPlain):
-// against the packed GEMM, SmolLM2 F16 decode steps at batch 16 ran 2.4-3.5x faster, at 32
-// about even, at 64 half as fast (bench engine --batch, load 5-6).
-constexpr std::int64_t kSmallPlainN = 32;
+// F32 / F16 / BF16 batches below this many tokens take the small-batch kernel (MatMulSmallPlain),
+// i.e. every decode batch (up to 64 sequences) and no prefill micro-batch: against the packed
+// GEMM, SmolLM2 F16 decode steps at batch 16 ran 2.4-3.5x faster (an Intel Xeon under load 5-6),
+// and on AMD EPYC Zen 5 at batch 64, KV 512, Qwen2.5-0.5B F16 1.03-1.14x (six alternating
+// rounds), SmolLM2-135M F16 1.04x, the F32 files level (2026-12-05, docs/RESULTS.md).
+constexpr std::int64_t kSmallPlainN = 65;
 
 template <typename T>
 T MinOf(T a, T b) {
