@@ -151,6 +151,8 @@ class Forward {
   };
   std::vector<QueryTail> tails_;
   std::vector<float> q_tail_;
+  // The logits of a batch whose rows go to several chunks, before each takes its own.
+  std::vector<float> logits_rows_;
   Status override_status_;
 
   // Scratch, [rows][dim] row-major, grown on demand: x_ (the residual) by batch rows, the rest

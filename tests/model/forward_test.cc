@@ -135,6 +135,61 @@ TEST_P(ForwardTest, BatchedDecodeEqualsSeparateSequences) {
   }
 }
 
+// Consecutive batched steps of different shapes share the forward's batch logits buffer: each
+// chunk still gets its own rows (a smaller batch after a larger one, chunks in another order,
+// one chunk asking for every token's logits).
+TEST_P(ForwardTest, ConsecutiveBatchesOfOtherShapesGetTheirOwnLogits) {
+  const int lens[] = {6, 19, 9};
+  std::vector<std::unique_ptr<kv::SequenceKv>> seqs;
+  std::vector<std::vector<std::int32_t>> histories;
+  for (int i = 0; i < 3; ++i) {
+    seqs.push_back(std::make_unique<kv::SequenceKv>(blocks_.get()));
+    histories.push_back(Tokens(lens[i], 10 + i));
+    ForwardChunk c;
+    c.kv = seqs.back().get();
+    c.tokens = histories.back();
+    ForwardChunk cs[1] = {c};
+    ASSERT_TRUE(forward_->Run(cs).ok());
+  }
+  // Step 1: all three, one token each.
+  const std::int32_t first[3] = {40, 41, 42};
+  std::vector<std::vector<float>> out1(3);
+  std::vector<ForwardChunk> batch1(3);
+  for (int i = 0; i < 3; ++i) {
+    batch1[i].kv = seqs[i].get();
+    batch1[i].tokens = std::span<const std::int32_t>(&first[i], 1);
+    batch1[i].logits = &out1[i];
+    histories[i].push_back(first[i]);
+  }
+  ASSERT_TRUE(forward_->Run(batch1).ok());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_LT(MaxDiff(out1[i], RunInPieces(histories[i], histories[i].size())), 1e-5) << "step 1, sequence " << i;
+  }
+  // Step 2: sequence 2 then 0, the second with two tokens and the logits of both.
+  const std::int32_t one[1] = {50};
+  const std::int32_t two[2] = {51, 52};
+  std::vector<float> out_a, out_b;
+  std::vector<ForwardChunk> batch2(2);
+  batch2[0].kv = seqs[2].get();
+  batch2[0].tokens = one;
+  batch2[0].logits = &out_a;
+  batch2[1].kv = seqs[0].get();
+  batch2[1].tokens = two;
+  batch2[1].logits = &out_b;
+  batch2[1].all_logits = true;
+  ASSERT_TRUE(forward_->Run(batch2).ok());
+  histories[2].push_back(50);
+  EXPECT_LT(MaxDiff(out_a, RunInPieces(histories[2], histories[2].size())), 1e-5);
+  const std::size_t vocab = out1[0].size();
+  ASSERT_EQ(out_b.size(), 2 * vocab);
+  histories[0].push_back(51);
+  const std::vector<float> after_51 = RunInPieces(histories[0], histories[0].size());
+  histories[0].push_back(52);
+  const std::vector<float> after_52 = RunInPieces(histories[0], histories[0].size());
+  EXPECT_LT(MaxDiff(std::vector<float>(out_b.begin(), out_b.begin() + vocab), after_51), 1e-5);
+  EXPECT_LT(MaxDiff(std::vector<float>(out_b.begin() + vocab, out_b.end()), after_52), 1e-5);
+}
+
 TEST_P(ForwardTest, F16CacheStaysCloseToF32) {
   kv::BlockPool f16_blocks(forward_->KvGeometryFor(kv::KvDType::kF16, 16), 1 << 12);
   const auto tokens = Tokens(40, 3);
