@@ -402,9 +402,10 @@ void Forward::ComputeLogits(std::span<ForwardChunk> chunks) {
     softcap(only->logits->data());
     return;
   }
-  // Several chunks (a decode batch): one product into logits_rows_, kept from step to step. A
-  // fresh vector per step cost a 64-sequence Qwen2.5-0.5B step 11 % of its time: 39 MB is past
-  // glibc's largest mmap threshold (32 MiB), so every step mapped, zeroed and faulted it in anew.
+  // Several chunks (a decode batch): one product into logits_rows_, kept from step to step. With
+  // a fresh vector per step a 64-sequence Qwen2.5-0.5B F16 step (KV 512) took 1.34-1.46x as long
+  // on the Zen 5 VM: 39 MB is past glibc's largest mmap threshold (32 MiB), so every step mapped,
+  // zeroed and faulted it in anew (docs/RESULTS.md).
   const std::size_t need = static_cast<std::size_t>(r) * c.n_vocab;
   if (logits_rows_.size() < need) logits_rows_.resize(need);
   product(logits_rows_.data());
