@@ -2,6 +2,7 @@
 // OpenBLAS sgemm for comparison. Counters: GB/s of weights streamed (GEMV), GFLOP/s (GEMM).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "gguf/ggml_type.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
+#include "core/page_buffer.h"
+#include "kernels/read_bandwidth.h"
 
 #if defined(SMARTGEN_BENCH_OPENBLAS)
 #include <cblas.h>
@@ -220,6 +223,68 @@ void BM_OpenBlasMatMul(benchmark::State& state, int threads) {
 }
 #endif
 
+// Where a decode token's stream falls short of the read-bandwidth probe: the weight bytes of one
+// Qwen2.5-0.5B token (24 layers of q, k, v, o, gate, up, down, then the 151936-row output head),
+// on huge pages like the engine's, read three ways: mode 0 a GEMV pass per matrix (the decode
+// kernels, two threads), mode 1 the same bytes as one matrix (the kernel without the passes),
+// mode 2 the same bytes summed by the probe's loop in two halves (neither). Counter "probe": the
+// probe (kernels::MeasureReadBandwidth) right after. Nothing of the model's compute but the GEMVs.
+void BM_QwenTokenStream(benchmark::State& state, GgmlType type) {
+  const auto* table = kernels::internal::GetKernelTable(Isa::kAvx512);
+  if (table == nullptr) return state.SkipWithError("ISA not available");
+  kernels::SetFastDot(true);
+  struct Mat {
+    std::int64_t rows, cols;
+  };
+  std::vector<Mat> mats;
+  for (int l = 0; l < 24; ++l) {
+    for (const Mat m : {Mat{896, 896}, Mat{128, 896}, Mat{128, 896}, Mat{896, 896}, Mat{4864, 896},
+                        Mat{4864, 896}, Mat{896, 4864}}) {
+      mats.push_back(m);
+    }
+  }
+  mats.push_back({151936, 896});
+  std::size_t bytes = 0;
+  for (const Mat& m : mats) bytes += gguf::RowBytes(type, m.cols) * m.rows;
+  const std::int64_t mode = state.range(0);
+  if (mode == 1) {
+    const auto rows = static_cast<std::int64_t>(bytes / gguf::RowBytes(type, 896));
+    mats.assign(1, Mat{rows, 896});
+  }
+  core::PageBuffer buf(bytes);
+  buf.Prefault();  // zero weights: the kernels' speed does not depend on the values
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  const std::size_t chunks = bytes / kChunk;
+  std::int64_t most_rows = 0;
+  for (const Mat& m : mats) most_rows = std::max(most_rows, m.rows);
+  std::vector<float> x = RandomFloats(4864, 1), sink(chunks);
+  std::vector<float> y(static_cast<std::size_t>(most_rows));
+  for (auto _ : state) {
+    if (mode == 2) {
+      Pool(2)->ForEachChunk(2, [&](std::int64_t half) {
+        for (std::size_t c = half * chunks / 2; c < (half + 1) * chunks / 2; ++c) {
+          const auto* p = reinterpret_cast<const float*>(buf.data() + c * kChunk);
+          sink[c] = kernels::StreamSum(p, kChunk / sizeof(float));
+        }
+      });
+    } else {
+      std::size_t at = 0;
+      for (const Mat& m : mats) {
+        kernels::internal::MatVecWith(*table, type, buf.data() + at, m.rows, m.cols, x.data(),
+                                      y.data(), Pool(2));
+        at += gguf::RowBytes(type, m.cols) * m.rows;
+      }
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::DoNotOptimize(sink.data());
+  }
+  kernels::SetFastDot(false);
+  const double streamed = static_cast<double>(mode == 2 ? chunks / 2 * 2 * kChunk : bytes);
+  state.counters["GB/s"] =
+      benchmark::Counter(streamed * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  state.counters["probe"] = kernels::MeasureReadBandwidth(Pool(2), std::size_t{1} << 30, 3);
+}
+
 const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
 
 [[maybe_unused]] const bool kMatmulRegistered = [] {
@@ -290,6 +355,16 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
         }
       }
     }
+  }
+  for (GgmlType type : {GgmlType::kF16, GgmlType::kQ8_0}) {
+    benchmark::RegisterBenchmark(("BM_QwenTokenStream/" + std::string(TypeName(type))).c_str(),
+                                 BM_QwenTokenStream, type)
+        ->Arg(0)
+        ->Arg(1)
+        ->Arg(2)
+        ->ArgName("mode")
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
 #if defined(SMARTGEN_BENCH_OPENBLAS)
   for (int threads : {1, 2}) {
