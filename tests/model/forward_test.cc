@@ -44,6 +44,20 @@ double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
+// One decode step of seqs[i] with token next[i] each, its logits into (*logits)[i].
+std::vector<ForwardChunk> DecodeBatch(const std::vector<std::unique_ptr<kv::SequenceKv>>& seqs,
+                                      const std::int32_t* next,
+                                      std::vector<std::vector<float>>* logits) {
+  logits->assign(seqs.size(), {});
+  std::vector<ForwardChunk> batch(seqs.size());
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    batch[i].kv = seqs[i].get();
+    batch[i].tokens = std::span<const std::int32_t>(&next[i], 1);
+    batch[i].logits = &(*logits)[i];
+  }
+  return batch;
+}
+
 class ForwardTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -67,6 +81,21 @@ class ForwardTest : public ::testing::TestWithParam<const char*> {
       EXPECT_TRUE(forward_->Run(cs).ok());
     }
     return logits;
+  }
+
+  // A fresh sequence per prompt, each prompt prefilled alone.
+  std::vector<std::unique_ptr<kv::SequenceKv>> Prefilled(
+      const std::vector<std::vector<std::int32_t>>& prompts) {
+    std::vector<std::unique_ptr<kv::SequenceKv>> seqs;
+    for (const auto& prompt : prompts) {
+      seqs.push_back(std::make_unique<kv::SequenceKv>(blocks_.get()));
+      ForwardChunk c;
+      c.kv = seqs.back().get();
+      c.tokens = prompt;
+      ForwardChunk cs[1] = {c};
+      EXPECT_TRUE(forward_->Run(cs).ok());
+    }
+    return seqs;
   }
 
   std::unique_ptr<Model> model_;
@@ -107,25 +136,12 @@ TEST_P(ForwardTest, LongPromptRunsInMicroBatchesWithTheSameLogits) {
 TEST_P(ForwardTest, BatchedDecodeEqualsSeparateSequences) {
   // Three sequences with different prompt lengths decode one token each in one batch.
   const int lens[] = {5, 17, 33};
-  std::vector<std::unique_ptr<kv::SequenceKv>> seqs;
-  std::vector<std::vector<std::int32_t>> prompts;
-  for (int i = 0; i < 3; ++i) {
-    seqs.push_back(std::make_unique<kv::SequenceKv>(blocks_.get()));
-    prompts.push_back(Tokens(lens[i], i));
-    ForwardChunk c;
-    c.kv = seqs.back().get();
-    c.tokens = prompts.back();
-    ForwardChunk cs[1] = {c};
-    ASSERT_TRUE(forward_->Run(cs).ok());
-  }
+  const std::vector<std::vector<std::int32_t>> prompts = {Tokens(lens[0], 0), Tokens(lens[1], 1),
+                                                          Tokens(lens[2], 2)};
+  const auto seqs = Prefilled(prompts);
   const std::int32_t next[3] = {11, 22, 33};
-  std::vector<std::vector<float>> batched(3);
-  std::vector<ForwardChunk> batch(3);
-  for (int i = 0; i < 3; ++i) {
-    batch[i].kv = seqs[i].get();
-    batch[i].tokens = std::span<const std::int32_t>(&next[i], 1);
-    batch[i].logits = &batched[i];
-  }
+  std::vector<std::vector<float>> batched;
+  std::vector<ForwardChunk> batch = DecodeBatch(seqs, next, &batched);
   ASSERT_TRUE(forward_->Run(batch).ok());
   for (int i = 0; i < 3; ++i) {
     auto alone = prompts[i];
@@ -139,31 +155,17 @@ TEST_P(ForwardTest, BatchedDecodeEqualsSeparateSequences) {
 // chunk still gets its own rows (a smaller batch after a larger one, chunks in another order,
 // one chunk asking for every token's logits).
 TEST_P(ForwardTest, ConsecutiveBatchesOfOtherShapesGetTheirOwnLogits) {
-  const int lens[] = {6, 19, 9};
-  std::vector<std::unique_ptr<kv::SequenceKv>> seqs;
-  std::vector<std::vector<std::int32_t>> histories;
-  for (int i = 0; i < 3; ++i) {
-    seqs.push_back(std::make_unique<kv::SequenceKv>(blocks_.get()));
-    histories.push_back(Tokens(lens[i], 10 + i));
-    ForwardChunk c;
-    c.kv = seqs.back().get();
-    c.tokens = histories.back();
-    ForwardChunk cs[1] = {c};
-    ASSERT_TRUE(forward_->Run(cs).ok());
-  }
+  std::vector<std::vector<std::int32_t>> histories = {Tokens(6, 10), Tokens(19, 11), Tokens(9, 12)};
+  const auto seqs = Prefilled(histories);
   // Step 1: all three, one token each.
   const std::int32_t first[3] = {40, 41, 42};
-  std::vector<std::vector<float>> out1(3);
-  std::vector<ForwardChunk> batch1(3);
-  for (int i = 0; i < 3; ++i) {
-    batch1[i].kv = seqs[i].get();
-    batch1[i].tokens = std::span<const std::int32_t>(&first[i], 1);
-    batch1[i].logits = &out1[i];
-    histories[i].push_back(first[i]);
-  }
+  std::vector<std::vector<float>> out1;
+  std::vector<ForwardChunk> batch1 = DecodeBatch(seqs, first, &out1);
+  for (int i = 0; i < 3; ++i) histories[i].push_back(first[i]);
   ASSERT_TRUE(forward_->Run(batch1).ok());
   for (int i = 0; i < 3; ++i) {
-    EXPECT_LT(MaxDiff(out1[i], RunInPieces(histories[i], histories[i].size())), 1e-5) << "step 1, sequence " << i;
+    EXPECT_LT(MaxDiff(out1[i], RunInPieces(histories[i], histories[i].size())), 1e-5)
+        << "step 1, sequence " << i;
   }
   // Step 2: sequence 2 then 0, the second with two tokens and the logits of both.
   const std::int32_t one[1] = {50};
