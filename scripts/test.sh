@@ -42,11 +42,14 @@ if [ "${SMARTGEN_SKIP_ASAN:-0}" != "1" ]; then
 fi
 if [ "${SMARTGEN_SKIP_TSAN:-0}" != "1" ]; then
   echo "== sanitizer pass (ThreadSanitizer) =="
-  # The threaded layers: node (requests, engine, router), transfer, and the node-side callbacks.
+  # The threaded layers: node (requests, engine, router), transfer, the node-side callbacks, the
+  # pool and its team stages, and the forward pass's team step. BINARY[:gtest filter].
   TSAN_BINARIES=(tests/node/node_unit_test tests/node/node_test tests/transfer/transfer_unit_test
-                 tests/server/server_unit_test tests/server/server_hardening_test)
+                 tests/server/server_unit_test tests/server/server_hardening_test
+                 "tests/core/core_test:ThreadPool*:TeamStage*:LaneClaims*"
+                 "tests/model/model_test:*ForwardTeamTest*")
   targets=()
-  for b in "${TSAN_BINARIES[@]}"; do targets+=("$(basename "$b")"); done
+  for b in "${TSAN_BINARIES[@]}"; do targets+=("$(basename "${b%%:*}")"); done
   SMARTGEN_BUILD_TYPE=RelWithDebInfo SMARTGEN_TARGETS="${targets[*]}" scripts/build.sh build-tsan \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DSMARTGEN_BUILD_BENCH=OFF
@@ -54,9 +57,12 @@ if [ "${SMARTGEN_SKIP_TSAN:-0}" != "1" ]; then
   # intercept madvise at thread exit, where ThreadSanitizer's runtime cannot be re-entered.
   # scripts/tsan.supp: what the uninstrumented Debian libraries hide from it.
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp" UCX_MEM_EVENTS=no
-  for b in "${TSAN_BINARIES[@]}"; do
-    echo "-- $b"
-    SMARTGEN_LOG=warn timeout 900 "build-tsan/$b" --gtest_brief=1
+  for entry in "${TSAN_BINARIES[@]}"; do
+    b="${entry%%:*}"
+    filter="*"
+    if [ "$entry" != "$b" ]; then filter="${entry#*:}"; fi
+    echo "-- $b ($filter)"
+    SMARTGEN_LOG=warn timeout 900 "build-tsan/$b" --gtest_brief=1 --gtest_filter="$filter"
   done
 fi
 echo "== all tests passed =="

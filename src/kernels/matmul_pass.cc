@@ -82,7 +82,8 @@ void Product(MatVecFn vec, MatMulFn mul, MatVecActFn vec_act, const ActQ8* act, 
 // re-read from cache, not memory, by the next sub-block.
 constexpr std::int64_t kEpilogueTokens = 512;
 
-// Runs chunk (rows [r0, r1), tokens [t0, t1)) of segment s.
+}  // namespace
+
 void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::int64_t r1,
               std::int64_t t0, std::int64_t t1) {
   const std::int64_t nr = r1 - r0;
@@ -119,6 +120,8 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
   }
 }
 
+namespace {
+
 // The panels of n prepared tokens, from *next on (advanced past them), into panels[*used..).
 const ActPanel* BuildPanels(const ActQ8* act, std::int64_t n, std::int64_t cols, float** next,
                             std::vector<ActPanel>& panels, std::size_t* used) {
@@ -131,9 +134,8 @@ const ActPanel* BuildPanels(const ActQ8* act, std::int64_t n, std::int64_t cols,
   return first;
 }
 
-// Prepares, on the calling thread before the pass, the activations of the n tokens of every
-// segment with a fast-dot kernel, once per distinct input (q/k/v and gate/up share theirs):
-// s.act[t] for token t. The ActQ8s live in `acts`, their arrays in this thread's scratch slot 5.
+}  // namespace
+
 void PrepareSegmentActs(Segment* segs, int n_segs, std::int64_t n, std::vector<ActQ8>& acts,
                         std::vector<ActPanel>& panels) {
   const auto wants = [](const Segment& s) {
@@ -191,7 +193,6 @@ void PrepareSegmentActs(Segment* segs, int n_segs, std::int64_t n, std::vector<A
   }
 }
 
-}  // namespace
 
 int KindIndex(gguf::GgmlType type) {
   switch (type) {

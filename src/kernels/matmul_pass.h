@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/idle_prefetch.h"
 #include "core/thread_pool.h"
@@ -73,6 +74,17 @@ Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* 
 inline constexpr int kMaxSegments = 8;
 void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64_t n,
                  core::ThreadPool* pool, const NextPass* next = nullptr);
+
+// Runs chunk (rows [r0, r1), tokens [t0, t1)) of segment s, whose activations are prepared.
+void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::int64_t r1,
+              std::int64_t t0, std::int64_t t1);
+
+// Prepares, on the calling thread, the activations of the n tokens of every segment with a
+// fast-dot kernel, once per distinct input (q/k/v and gate/up share theirs): s.act[t] for token
+// t (and s.panel for batches). The ActQ8s live in `acts`, their arrays in this thread's scratch
+// slot 5, so they stay valid until this thread prepares again.
+void PrepareSegmentActs(Segment* segs, int n_segs, std::int64_t n, std::vector<ActQ8>& acts,
+                        std::vector<ActPanel>& panels);
 
 // Rows per chunk of a single-token pass on `threads` > 1 threads over matrices of `total_rows`
 // rows in all, the longest row `max_row_bytes` bytes (a multiple of 16 rows).

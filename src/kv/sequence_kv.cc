@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/fp16.h"
+
 namespace smartgen::kv {
 
 SequenceKv::SequenceKv(BlockPool* pool) : pool_(pool) {
@@ -80,6 +82,23 @@ std::byte* SequenceKv::KRow(int layer, int head, std::int64_t pos) {
 std::byte* SequenceKv::VRow(int layer, int head, std::int64_t pos) {
   const int bt = geometry().block_tokens;
   return pool_->V(block_id(layer, head, pos / bt)) + (pos % bt) * geometry().row_bytes();
+}
+
+void SequenceKv::StoreRow(int layer, int head, std::int64_t pos, const float* k, const float* v) {
+  const int hd = geometry().head_dim;
+  std::byte* kd = KRow(layer, head, pos);
+  std::byte* vd = VRow(layer, head, pos);
+  if (geometry().dtype == KvDType::kF16) {
+    auto* k16 = reinterpret_cast<kernels::f16_t*>(kd);
+    auto* v16 = reinterpret_cast<kernels::f16_t*>(vd);
+    for (int d = 0; d < hd; ++d) {
+      k16[d] = kernels::F32ToF16(k[d]);
+      v16[d] = kernels::F32ToF16(v[d]);
+    }
+  } else {
+    std::memcpy(kd, k, sizeof(float) * hd);
+    std::memcpy(vd, v, sizeof(float) * hd);
+  }
 }
 
 kernels::KvBlockRef SequenceKv::Ref(int layer, int head, std::int64_t block) const {

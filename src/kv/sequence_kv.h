@@ -63,6 +63,8 @@ class SequenceKv {
   // K / V row of `pos` for (layer, head): head_dim elements of the KV dtype.
   std::byte* KRow(int layer, int head, std::int64_t pos);
   std::byte* VRow(int layer, int head, std::int64_t pos);
+  // Writes head_dim f32 values of K and of V as the rows of `pos` (converted to the KV dtype).
+  void StoreRow(int layer, int head, std::int64_t pos, const float* k, const float* v);
   // The whole block (K then V), geometry().block_bytes() bytes.
   std::byte* BlockData(int layer, int head, std::int64_t block) {
     return pool_->Data(block_id(layer, head, block));

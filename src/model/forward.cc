@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "kernels/elementwise.h"
-#include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "kernels/rope.h"
@@ -34,29 +33,6 @@ void NormRows(const ModelConfig& c, core::ThreadPool* pool, const float* x, cons
       kTokenGrain);
 }
 
-// Writes one token's K and V rows ([n_kv_heads][head_dim] each) at `pos` of `layer`.
-void StoreKvRow(const ModelConfig& c, kv::SequenceKv& seq, int layer, std::int64_t pos,
-                const float* k, const float* v) {
-  const bool f16 = seq.geometry().dtype == kv::KvDType::kF16;
-  for (int hd = 0; hd < c.n_kv_heads; ++hd) {
-    const float* kh = k + hd * c.head_dim;
-    const float* vh = v + hd * c.head_dim;
-    std::byte* kd = seq.KRow(layer, hd, pos);
-    std::byte* vd = seq.VRow(layer, hd, pos);
-    if (f16) {
-      auto* k16 = reinterpret_cast<kernels::f16_t*>(kd);
-      auto* v16 = reinterpret_cast<kernels::f16_t*>(vd);
-      for (int d = 0; d < c.head_dim; ++d) {
-        k16[d] = kernels::F32ToF16(kh[d]);
-        v16[d] = kernels::F32ToF16(vh[d]);
-      }
-    } else {
-      std::memcpy(kd, kh, sizeof(float) * c.head_dim);
-      std::memcpy(vd, vh, sizeof(float) * c.head_dim);
-    }
-  }
-}
-
 }  // namespace
 
 Forward::Forward(const Model& model, core::ThreadPool* pool, ForwardOptions options)
@@ -64,7 +40,8 @@ Forward::Forward(const Model& model, core::ThreadPool* pool, ForwardOptions opti
       pool_(pool),
       max_context_(options.max_context > 0 ? options.max_context : model.config().n_ctx_train),
       micro_batch_(options.micro_batch_tokens > 0 ? options.micro_batch_tokens
-                                                  : kMicroBatchTokens) {}
+                                                  : kMicroBatchTokens),
+      team_decode_(options.team_decode) {}
 
 kv::KvGeometry Forward::KvGeometryFor(kv::KvDType dtype, int block_tokens) const {
   const ModelConfig& c = model_.config();
@@ -214,13 +191,19 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
     chunks[i].kv->set_n_tokens(chunk_first_pos_[i] + static_cast<std::int64_t>(chunks[i].tokens.size()));
   }
 
+  if (TeamStepApplies(chunks)) {
+    RunTeamLayers(chunks[0]);
+    ComputeLogits(chunks);
+    return Status::Ok();
+  }
   override_status_ = Status::Ok();
   // Per layer: for each micro-batch, norm, k/v (and q) projections (one pass), bias + q/k-norm
   // + RoPE + KV store (one pass); the hooks; then for each micro-batch, the last one first,
   // (norm, q projection, bias + q-norm + RoPE for the others,) attention, o projection +
   // residual (one pass), norm, gate/up + SwiGLU (one pass), down projection + residual (one
   // pass). The norms of a single token run inline, so a decode step (one micro-batch) costs
-  // about four pool round trips per layer.
+  // about four pool round trips per layer; a decode step of one sequence without hooks or an
+  // attention override takes the team path instead (forward_team.cc), one pool job in all.
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& w = model_.layer(l);
     for (const Rows& mb : micro_batches_) {
@@ -351,7 +334,9 @@ void Forward::PrepareRows(std::span<ForwardChunk> chunks, int layer, Rows rows, 
           // The chunk holding batch row t: the last one starting at or before it.
           const auto chunk = std::upper_bound(chunk_first_row_.begin(), chunk_first_row_.end(), t) -
                              chunk_first_row_.begin() - 1;
-          StoreKvRow(c, *chunks[chunk].kv, layer, row_pos_[t], k, v);
+          for (int hd = 0; hd < c.n_kv_heads; ++hd) {
+            chunks[chunk].kv->StoreRow(layer, hd, row_pos_[t], k + hd * c.head_dim, v + hd * c.head_dim);
+          }
         }
       },
       kTokenGrain);

@@ -29,12 +29,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "core/bytes.h"
 #include "core/result.h"
+#include "core/team_stage.h"
 #include "core/thread_pool.h"
+#include "kernels/team_pass.h"
 #include "kv/sequence_kv.h"
 #include "model/model.h"
 
@@ -82,6 +85,11 @@ struct ForwardOptions {
   // Rows per micro-batch; 0 = kMicroBatchTokens. A value past any batch runs every batch as one
   // chunk (the scratch then grows with the batch; for tests and measurements).
   std::int64_t micro_batch_tokens = 0;
+  // A decode step of one sequence (one token, no hooks, no attention override) on a pool of
+  // several threads runs its layers as one pool job whose threads share each pass and the
+  // attention between them (forward_team.cc); false: as separate pool passes. Both give the same
+  // logits bit for bit.
+  bool team_decode = true;
 };
 
 class Forward {
@@ -115,6 +123,8 @@ class Forward {
   struct Rows {
     std::int64_t begin = 0, n = 0;
   };
+  // Query heads per KV head the single-token attention has room for (the lse it discards).
+  static constexpr int kMaxDecodeGroup = 64;
 
   Status Validate(std::span<ForwardChunk> chunks) const;
   void EnsureScratch(std::int64_t residual_rows, std::int64_t scratch_rows);
@@ -133,11 +143,23 @@ class Forward {
   // Attention, output projection and FFN of the micro-batch, whose queries are in q_.
   void FinishLayer(std::span<ForwardChunk> chunks, int layer, Rows rows);
   void ComputeLogits(std::span<ForwardChunk> chunks);
+  // forward_team.cc: whether the batch is a single-token step the team path runs, and the
+  // layers of such a step (after the embedding, before the logits).
+  bool TeamStepApplies(std::span<const ForwardChunk> chunks) const;
+  void RunTeamLayers(const ForwardChunk& chunk);
+  // The team step's attention for KV head `head`: bias, q/k-norm and RoPE of its query and key
+  // heads, its K/V row stored, then its query heads attended.
+  void TeamAttendHead(const ForwardChunk& chunk, int layer, int head, std::int64_t pos);
+  // The KV blocks of `head` in `layer` visible from position `first_query_pos` on (a sliding
+  // layer drops the blocks wholly before the window), into *list (cleared first).
+  void LayerBlocks(const ForwardChunk& chunk, int layer, int head, std::int64_t first_query_pos,
+                   std::vector<kernels::KvBlockRef>* list) const;
 
   const Model& model_;
   core::ThreadPool* pool_;
   std::int64_t max_context_;
   std::int64_t micro_batch_;
+  bool team_decode_;
 
   // Per-batch bookkeeping.
   std::vector<std::int64_t> chunk_first_row_;  // first batch row of each chunk
@@ -154,6 +176,10 @@ class Forward {
   // The logits of a batch whose rows go to several chunks, before each takes its own.
   std::vector<float> logits_rows_;
   Status override_status_;
+  // The team step's stages, per layer: q/k/v, attention (per KV head), o, gate/up, down.
+  int team_layers_ = 0;
+  std::unique_ptr<kernels::TeamPass[]> team_passes_;   // 4 per layer
+  std::unique_ptr<core::TeamStage[]> team_attention_;  // 1 per layer
 
   // Scratch, [rows][dim] row-major, grown on demand: x_ (the residual) by batch rows, the rest
   // by micro-batch rows.

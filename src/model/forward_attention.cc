@@ -15,8 +15,6 @@ constexpr std::int64_t kAttentionTile = 32;
 // Dense attention over fewer (query token x key position x KV head) rows than this runs on the
 // calling thread: a short decode step is cheaper than a pool round trip.
 constexpr std::int64_t kInlineAttentionRows = 2048;
-// Query heads per KV head this file's decode path has room for (the lse it discards).
-constexpr int kMaxGroup = 64;
 
 }  // namespace
 
@@ -63,20 +61,8 @@ void Forward::Attention(std::span<ForwardChunk> chunks, int layer, Rows rows) {
         std::min(first_row + static_cast<std::int64_t>(chunks[i].tokens.size()), rows_end) -
         first_row;
     if (t_first >= t_last) continue;  // no token of this chunk in the micro-batch
-    const std::int64_t window_start = c.LayerKvStart(layer, chunk_first_pos_[i] + t_first);
     for (int hd = 0; hd < c.n_kv_heads; ++hd) {
-      std::vector<kernels::KvBlockRef>& list = refs[i * c.n_kv_heads + hd];
-      list.clear();  // AllRefs appends
-      chunks[i].kv->AllRefs(layer, hd, &list);
-      if (window_start > 0) {
-        // A sliding layer: blocks wholly before the first query's window hold no visible key
-        // (the kernels mask the rest); positions increase along the list.
-        std::size_t keep = 0;
-        while (keep < list.size() && list[keep].first_pos + list[keep].n_tokens <= window_start) {
-          ++keep;
-        }
-        list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(keep));
-      }
+      LayerBlocks(chunks[i], layer, hd, chunk_first_pos_[i] + t_first, &refs[i * c.n_kv_heads + hd]);
       for (std::int64_t t = t_first; t < t_last; t += kAttentionTile) {
         const std::int64_t t_end = std::min(t_last, t + kAttentionTile);
         items.push_back({static_cast<std::int32_t>(i), hd, t, t_end});
@@ -98,9 +84,9 @@ void Forward::Attention(std::span<ForwardChunk> chunks, int layer, Rows rows) {
     float* out = out_base + row * c.q_dim() + it.head * g * c.head_dim;
     const auto& blocks = refs[it.chunk * c.n_kv_heads + it.head];
     const std::int64_t pos = chunk_first_pos_[it.chunk] + it.t_begin;
-    if (it.t_end - it.t_begin == 1 && g <= kMaxGroup) {
+    if (it.t_end - it.t_begin == 1 && g <= kMaxDecodeGroup) {
       // One query token (a decode step): the decode kernel, which needs no query tile.
-      float lse[kMaxGroup];
+      float lse[kMaxDecodeGroup];
       kernels::AttendBlocks(params, q, pos, blocks, out, lse);
     } else {
       kernels::AttendCausal(params, q, c.q_dim(), it.t_end - it.t_begin, pos, blocks, out,
@@ -113,6 +99,19 @@ void Forward::Attention(std::span<ForwardChunk> chunks, int layer, Rows rows) {
   } else {
     pool_->ForEachChunk(n_items, attend);
   }
+}
+
+void Forward::LayerBlocks(const ForwardChunk& chunk, int layer, int head,
+                          std::int64_t first_query_pos, std::vector<kernels::KvBlockRef>* list) const {
+  list->clear();  // AllRefs appends
+  chunk.kv->AllRefs(layer, head, list);
+  const std::int64_t window_start = model_.config().LayerKvStart(layer, first_query_pos);
+  if (window_start <= 0) return;
+  // A sliding layer: blocks wholly before the first query's window hold no visible key (the
+  // kernels mask the rest); positions increase along the list.
+  std::size_t keep = 0;
+  while (keep < list->size() && (*list)[keep].first_pos + (*list)[keep].n_tokens <= window_start) ++keep;
+  list->erase(list->begin(), list->begin() + static_cast<std::ptrdiff_t>(keep));
 }
 
 }  // namespace smartgen::model

@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "kernels/kernel_table.h"
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
 
 namespace smartgen::kernels::testing {
 
@@ -36,6 +40,24 @@ inline double MaxRelError(const float* a, const float* b, std::size_t n, double 
     worst = std::max(worst, d / std::max(floor, std::fabs(static_cast<double>(b[i]))));
   }
   return worst;
+}
+
+// A random matrix of `type` and the view of it.
+struct Weights {
+  std::vector<std::byte> bytes;
+  WeightView view;
+};
+
+inline Weights MakeWeights(std::mt19937& rng, gguf::GgmlType type, std::int64_t rows, std::int64_t cols) {
+  Weights w;
+  const std::size_t rb = gguf::RowBytes(type, cols);
+  w.bytes.resize(rb * rows);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::vector<float> row = RandomVector(rng, cols);
+    EXPECT_TRUE(QuantizeRow(type, row.data(), w.bytes.data() + r * rb, cols));
+  }
+  w.view = WeightView{type, w.bytes.data(), rows, cols};
+  return w;
 }
 
 }  // namespace smartgen::kernels::testing

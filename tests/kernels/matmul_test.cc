@@ -17,22 +17,8 @@ namespace {
 
 using gguf::GgmlType;
 
-struct Weights {
-  std::vector<std::byte> bytes;
-  WeightView view;
-};
-
-Weights MakeWeights(std::mt19937& rng, GgmlType type, std::int64_t rows, std::int64_t cols) {
-  Weights w;
-  const std::size_t rb = gguf::RowBytes(type, cols);
-  w.bytes.resize(rb * rows);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::vector<float> row = testing::RandomVector(rng, cols);
-    EXPECT_TRUE(QuantizeRow(type, row.data(), w.bytes.data() + r * rb, cols));
-  }
-  w.view = WeightView{type, w.bytes.data(), rows, cols};
-  return w;
-}
+using testing::MakeWeights;
+using testing::Weights;
 
 // Summation order differs between kernels: allow rounding that grows with the dot length
 // (a wrong or missing term is off by ~0.1 or more).

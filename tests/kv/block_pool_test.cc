@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/fp16.h"
 #include "kv/sequence_kv.h"
 
 namespace smartgen::kv {
@@ -121,6 +122,37 @@ TEST(SequenceKv, RowsLandInTheirBlocksAndRefsClipToValidTokens) {
     EXPECT_EQ(seq.n_blocks(), 2);
   }
   EXPECT_EQ(pool.used(), 0) << "a destroyed sequence returns its blocks";
+}
+
+TEST(SequenceKv, StoreRowWritesBothRowsInTheKvDtype) {
+  for (const KvDType dtype : {KvDType::kF32, KvDType::kF16}) {
+    BlockPool pool(SmallGeometry(dtype), 12);  // 2 blocks x 2 layers x 3 heads
+    SequenceKv seq(&pool);
+    ASSERT_TRUE(seq.Reserve(6).ok());
+    float k[8], v[8];
+    for (int d = 0; d < 8; ++d) k[d] = 0.5f * d - 1.0f, v[d] = -0.25f * d;  // exact in f16
+    seq.StoreRow(1, 2, 5, k, v);  // second block, row 1
+    for (int d = 0; d < 8; ++d) {
+      float kd, vd;
+      if (dtype == KvDType::kF32) {
+        std::memcpy(&kd, seq.KRow(1, 2, 5) + 4 * d, 4);
+        std::memcpy(&vd, seq.VRow(1, 2, 5) + 4 * d, 4);
+      } else {
+        kernels::f16_t kh, vh;
+        std::memcpy(&kh, seq.KRow(1, 2, 5) + 2 * d, 2);
+        std::memcpy(&vh, seq.VRow(1, 2, 5) + 2 * d, 2);
+        kd = kernels::F16ToF32(kh);
+        vd = kernels::F16ToF32(vh);
+      }
+      EXPECT_EQ(kd, k[d]);
+      EXPECT_EQ(vd, v[d]);
+    }
+    // The neighbouring row and head are untouched (blocks start zeroed).
+    for (std::size_t b = 0; b < pool.geometry().row_bytes(); ++b) {
+      EXPECT_EQ(seq.KRow(1, 2, 4)[b], std::byte{0});
+      EXPECT_EQ(seq.KRow(1, 1, 5)[b], std::byte{0});
+    }
+  }
 }
 
 TEST(SequenceKv, FullPoolFailsReserveWithoutPartialAllocation) {

@@ -1,0 +1,121 @@
+// Forward's team step: a decode step of one sequence whose layers run as one pool job.
+//
+// Pass by pass (forward.cc), a decode step is about four pool jobs per layer, and between two of
+// them the caller alone normalises, quantises, applies RoPE, stores the new K/V row and attends
+// while the other threads spin: on SmolLM2-135M Q8_0 with two threads the worker sat idle for a
+// fifth of the step (perf, docs/RESULTS.md). Here every thread of one job walks the layers
+// itself: each stage is shared through a core::TeamStage (kernels::TeamPass for the matrix
+// passes), a thread normalises and quantises its own copy of a pass's input, the attention is
+// split by KV head, and a thread that is done with a stage prefetches the next pass's weights
+// while the others finish theirs. Every value is computed by the same kernels on the same inputs
+// as pass by pass, so the logits are the same bit for bit (forward_team_test).
+#include <algorithm>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/elementwise.h"
+#include "kernels/rope.h"
+#include "model/forward.h"
+
+namespace smartgen::model {
+bool Forward::TeamStepApplies(std::span<const ForwardChunk> chunks) const {
+  const ModelConfig& c = model_.config();
+  if (!team_decode_ || pool_ == nullptr || pool_->size() < 2 || chunks.size() != 1) return false;
+  const ForwardChunk& ch = chunks[0];
+  if (ch.tokens.size() != 1 || ch.attention != nullptr || ch.on_layer_q || ch.on_layer_kv ||
+      ch.all_logits || c.n_group() > kMaxDecodeGroup) {
+    return false;
+  }
+  for (int l = 0; l < c.n_layers; ++l) {
+    // Gemma's post-norms need the whole projection before the residual: pass by pass.
+    const LayerWeights& w = model_.layer(l);
+    if (!w.post_attn_norm.empty() || !w.post_ffn_norm.empty()) return false;
+  }
+  return true;
+}
+
+void Forward::TeamAttendHead(const ForwardChunk& chunk, int layer, int head, std::int64_t pos) {
+  const ModelConfig& c = model_.config();
+  const LayerWeights& w = model_.layer(layer);
+  const kernels::RopeConfig& rope = c.LayerRope(layer);
+  const int g = c.n_group(), hd = c.head_dim;
+  // Its query heads [head g, head g + g), as PrepareRows treats the whole row.
+  float* q = q_.data() + head * g * hd;
+  if (!w.bq.empty()) kernels::AddInPlace(q, w.bq.data() + head * g * hd, g * hd);
+  if (c.has_qk_norm) {
+    for (int i = 0; i < g; ++i) kernels::RmsNorm(q + i * hd, w.q_norm.data(), hd, c.rms_eps, q + i * hd);
+  }
+  kernels::Rope(rope, q, g, pos);
+  float* k = k_.data() + head * hd;
+  float* v = v_.data() + head * hd;
+  if (!w.bk.empty()) kernels::AddInPlace(k, w.bk.data() + head * hd, hd);
+  if (!w.bv.empty()) kernels::AddInPlace(v, w.bv.data() + head * hd, hd);
+  if (c.has_qk_norm) kernels::RmsNorm(k, w.k_norm.data(), hd, c.rms_eps, k);
+  kernels::Rope(rope, k, 1, pos);
+  kv::SequenceKv& seq = *chunk.kv;
+  seq.StoreRow(layer, head, pos, k, v);
+  thread_local std::vector<kernels::KvBlockRef> blocks;
+  LayerBlocks(chunk, layer, head, pos, &blocks);
+  float lse[kMaxDecodeGroup];
+  kernels::AttendBlocks(c.LayerAttention(layer, seq.geometry().dtype), q, pos, blocks,
+                        att_.data() + head * g * hd, lse);
+}
+
+void Forward::RunTeamLayers(const ForwardChunk& chunk) {
+  const ModelConfig& c = model_.config();
+  const int lanes = pool_->size();
+  if (team_layers_ != c.n_layers) {
+    team_passes_ = std::make_unique<kernels::TeamPass[]>(static_cast<std::size_t>(c.n_layers) * 4);
+    team_attention_ = std::make_unique<core::TeamStage[]>(static_cast<std::size_t>(c.n_layers));
+    team_layers_ = c.n_layers;
+  }
+  float* const x = x_.data();  // the step's one residual row
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& w = model_.layer(l);
+    kernels::TeamPass* p = &team_passes_[static_cast<std::size_t>(l) * 4];
+    const kernels::MatJob qkv[] = {{&w.wk, nullptr, k_.data()},
+                                   {&w.wv, nullptr, v_.data()},
+                                   {&w.wq, nullptr, q_.data()}};
+    p[0].Reset(qkv, lanes);
+    team_attention_[l].Reset(c.n_kv_heads, lanes);
+    const kernels::MatJob o[] = {{&w.wo, nullptr, x, /*accumulate=*/true}};
+    p[1].Reset(o, lanes);
+    p[2].ResetGated(w.w_gate, w.w_up, gate_.data(), c.ffn_act == FfnActivation::kGelu, lanes);
+    const kernels::MatJob down[] = {{&w.w_down, nullptr, x, /*accumulate=*/true}};
+    p[3].Reset(down, lanes);
+  }
+  const std::int64_t pos = chunk_first_pos_[0];
+  const auto norm = [&](const float* in, const std::vector<float>& weight, float* out) -> const float* {
+    kernels::RmsNorm(in, weight.data(), c.n_embd, c.rms_eps, out);
+    return out;
+  };
+  pool_->Run([&](int, int) {
+    // This thread's normalised copy of the residual, the input of q/k/v and of gate/up; aligned
+    // as Forward's own scratch (an F32 GEMV loads a row of it per weight row: from a 16-byte
+    // aligned std::vector, Qwen2.5-0.5B F32 decoded 5-10 % slower, cache-line splits).
+    thread_local core::AlignedBuffer<float> h;
+    if (h.size() < static_cast<std::size_t>(c.n_embd)) h.Resize(static_cast<std::size_t>(c.n_embd));
+    for (int l = 0; l < c.n_layers; ++l) {
+      const LayerWeights& w = model_.layer(l);
+      kernels::TeamPass* p = &team_passes_[static_cast<std::size_t>(l) * 4];
+      core::TeamStage& attention = team_attention_[l];
+      // The norms read x only once this thread holds a chunk of the pass, so nobody can be past
+      // the pass and writing x (kernels::TeamPass::Work).
+      p[0].Work([&] { return norm(x, w.attn_norm, h.data()); });
+      p[0].Wait({{&w.wo}});
+      for (std::int64_t head = attention.Next(); head >= 0; head = attention.Next()) {
+        TeamAttendHead(chunk, l, static_cast<int>(head), pos);
+        attention.Finish();
+      }
+      attention.Wait(nullptr);
+      p[1].Work([&] { return att_.data(); });
+      p[1].Wait({{&w.w_gate}, &w.w_up});
+      p[2].Work([&] { return norm(x, w.ffn_norm, h.data()); });
+      p[2].Wait({{&w.w_down}});
+      p[3].Work([&] { return gate_.data(); });
+      p[3].Wait(NextLayerQkv(l + 1));
+    }
+  });
+}
+
+}  // namespace smartgen::model
