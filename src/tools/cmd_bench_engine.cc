@@ -9,6 +9,9 @@
 // with their spread.
 // --batch B1,B2,... adds batched decode (the decode node's continuous batch: one forward step
 // over B single-token sequences, one GEMM per weight) at each --batch-kv context length.
+// --compare-pass-by-pass alternates each decode rep with one of the pass-by-pass step (a pool job
+// per pass instead of Forward's team step, model/forward_team.cc) and reports their ratio per
+// pair of reps: the same process, weights and threads, so the machine's swings cancel.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -45,6 +48,9 @@ struct BenchEngineOptions {
   // Prefill as the prefill node runs it: one Forward::Run with on_layer_kv and on_layer_q hooks
   // (the last kHookQueryRows queries kept per layer), instead of RunOne without hooks.
   bool prefill_hooks = false;
+  // Decode reps alternate with reps of a pass-by-pass Forward (ForwardOptions::team_decode off)
+  // on the same weights and threads, and the per-pair ratio is reported.
+  bool compare_pass_by_pass = false;
   double gemm_gflops = 0;       // measured GEMM peak at these threads (0: no share reported)
   std::uint64_t seed = 1;
   bool json = false;
@@ -264,15 +270,14 @@ Status BenchEngine(const BenchEngineOptions& o) {
     return BenchBatched(o, e, decode_bytes, mem_gbs);
   }
   // Decode: tg<decode_tokens> after a 1-token context, like llama-bench's tg test.
-  std::vector<double> decode_rates;
-  for (int r = 0; r < o.reps; ++r) {
+  const auto decode_rep = [&](model::Forward& forward) -> Result<double> {
     kv::SequenceKv seq(e.blocks.get());
     std::vector<std::int32_t> token = {RandomTokens(1, c.n_vocab, o.seed)[0]};
     model::ForwardChunk warm;
     warm.kv = &seq;
     warm.tokens = token;
     model::ForwardChunk first[1] = {warm};
-    SG_RETURN_IF_ERROR(e.forward->Run(first));
+    SG_RETURN_IF_ERROR(forward.Run(first));
     std::vector<float> logits;
     core::Stopwatch watch;
     for (int i = 0; i < o.decode_tokens; ++i) {
@@ -281,10 +286,38 @@ Status BenchEngine(const BenchEngineOptions& o) {
       step.tokens = token;
       step.logits = &logits;
       model::ForwardChunk steps[1] = {step};
-      SG_RETURN_IF_ERROR(e.forward->Run(steps));
+      SG_RETURN_IF_ERROR(forward.Run(steps));
     }
-    decode_rates.push_back(o.decode_tokens / watch.ElapsedSeconds());
+    return o.decode_tokens / watch.ElapsedSeconds();
+  };
+  std::unique_ptr<model::Forward> passes;  // --compare-pass-by-pass
+  if (o.compare_pass_by_pass) {
+    model::ForwardOptions fo;
+    fo.max_context = e.forward->max_context();
+    fo.team_decode = false;
+    passes = std::make_unique<model::Forward>(*e.model, e.pool.get(), fo);
+  }
+  std::vector<double> decode_rates, pass_rates, pair_ratios;
+  for (int r = 0; r < o.reps; ++r) {
+    // The pass-by-pass rep goes first in every other pair, so neither path always runs second.
+    if (passes && r % 2 == 1) {
+      SG_ASSIGN_OR_RETURN(const double rate, decode_rep(*passes));
+      pass_rates.push_back(rate);
+    }
+    SG_ASSIGN_OR_RETURN(const double rate, decode_rep(*e.forward));
+    decode_rates.push_back(rate);
+    if (passes && r % 2 == 0) {
+      SG_ASSIGN_OR_RETURN(const double pass_rate, decode_rep(*passes));
+      pass_rates.push_back(pass_rate);
+    }
+    if (passes) pair_ratios.push_back(rate / pass_rates.back());
     if (probe) bw_samples.push_back(probe->Sample());
+  }
+  if (passes && !o.json) {
+    const Rates pass = Summarize(pass_rates, o.stat), ratio = Summarize(pair_ratios, "median");
+    std::printf("tg%-4d pass by pass %7.1f tok/s (%.1f-%.1f); team step / pass by pass, per pair of "
+                "reps: %.3f (%.3f-%.3f)\n",
+                o.decode_tokens, pass.value, pass.min, pass.max, ratio.value, ratio.min, ratio.max);
   }
   const Rates decode = Summarize(decode_rates, o.stat);
   const double decode_gbs = decode.value * decode_bytes / 1e9;
@@ -343,6 +376,10 @@ Status BenchEngine(const BenchEngineOptions& o) {
       j["kv_dtype"] = o.engine.kv_dtype;
       j["reps"] = o.reps;
       j["prefill_hooks"] = o.prefill_hooks;
+      if (passes) {
+        j["pass_by_pass_decode_tok_s"] = RatesJson(Summarize(pass_rates, o.stat));
+        j["team_over_pass_by_pass"] = RatesJson(Summarize(pair_ratios, "median"));
+      }
       j["stat"] = o.stat;
       j["loadavg_1m"] = {load_before, LoadAverage()};
       j["peak_rss_mb"] = core::PeakRssBytes() / 1e6;
@@ -402,6 +439,9 @@ void RegisterBenchEngine(CLI::App& bench) {
   cmd->add_option("--batch-steps", o->batch_steps, "decode steps per batched measurement")
       ->capture_default_str();
   cmd->add_flag("--batch-only", o->batch_only, "only the batched decode figures");
+  cmd->add_flag("--compare-pass-by-pass", o->compare_pass_by_pass,
+                "alternate each decode rep with one of the pass-by-pass forward step (a pool job "
+                "per pass, not the team step) and report the ratio per pair of reps");
   cmd->add_flag("--prefill-hooks", o->prefill_hooks,
                 "prefill as the prefill node runs it: one hooked Forward::Run (per-layer KV and "
                 "query hooks) instead of RunOne");
