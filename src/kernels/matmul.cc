@@ -112,17 +112,8 @@ bool MatMulGated(const KernelTable& table, SwiGluFn gated, const WeightView& gat
     return false;
   }
   if (n <= 0) return true;
-  Segment s = MakeSegment(table, gate, x, out, Epilogue::kSwiGlu);
-  s.gated = gated;
-  const Segment u = MakeSegment(table, up, x, out, Epilogue::kStore);
-  s.vec_up = u.vec;
-  s.mul_up = u.mul;
-  s.w_up = u.w;
-  s.row_bytes_up = u.row_bytes;
-  s.vec_act_up = u.vec_act;
-  s.mul_act_up = u.mul_act;
-  if (s.prepare == nullptr) s.prepare = u.prepare;
   // Each projection picks its kernel in Product; both read the one prepared input.
+  Segment s = MakeGatedSegment(table, gate, up, x, out, gated);
   RunSegments(table, &s, 1, n, pool, next);
   return true;
 }

@@ -374,4 +374,19 @@ Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* 
   return s;
 }
 
+Segment MakeGatedSegment(const KernelTable& table, const WeightView& gate, const WeightView& up,
+                         const float* x, float* out, SwiGluFn gated) {
+  Segment s = MakeSegment(table, gate, x, out, Epilogue::kSwiGlu);
+  s.gated = gated;
+  const Segment u = MakeSegment(table, up, x, out, Epilogue::kStore);
+  s.vec_up = u.vec;
+  s.mul_up = u.mul;
+  s.w_up = u.w;
+  s.row_bytes_up = u.row_bytes;
+  s.vec_act_up = u.vec_act;
+  s.mul_act_up = u.mul_act;
+  if (s.prepare == nullptr) s.prepare = u.prepare;
+  return s;
+}
+
 }  // namespace smartgen::kernels::internal

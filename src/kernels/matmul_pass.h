@@ -64,6 +64,10 @@ struct Segment {
 // The segment of W x for the kernels `table` has for w's type (HasKernels must hold).
 Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* x, float* y,
                     Epilogue epilogue);
+// The gated FFN input's segment: out = gated(gate x, up x), each projection with its own kernels
+// (the types may differ), both on the one prepared input. HasKernels must hold for both types.
+Segment MakeGatedSegment(const KernelTable& table, const WeightView& gate, const WeightView& up,
+                         const float* x, float* out, SwiGluFn gated);
 
 // Runs up to kMaxSegments products of n tokens in one parallel pass. Work is a grid of chunks:
 // row chunks of `chunk_rows` (the row chunks of all segments, concatenated) times token chunks

@@ -44,6 +44,8 @@ class TeamPass {
   void Wait(const NextPass& next) const;
 
  private:
+  // The chunk grid of jobs_ (and up_) for `lanes` threads, and the stage over it.
+  void Plan(int lanes);
   // Runs chunk `first`, which this thread claimed, and then every chunk it can claim.
   void RunFrom(std::int64_t first, const float* x);
 
