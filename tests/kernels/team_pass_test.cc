@@ -18,10 +18,10 @@ namespace {
 
 using gguf::GgmlType;
 
-const GgmlType kTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
+const GgmlType kTeamTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
                            GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ5_0};
 
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+bool TeamSameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
@@ -49,7 +49,7 @@ TEST(TeamPass, EqualsMatMulManyBitForBit) {
   std::mt19937 rng(21);
   for (const bool fast : {false, true}) {
     SetFastDot(fast);
-    for (GgmlType type : kTypes) {
+    for (GgmlType type : kTeamTypes) {
       const std::int64_t cols = 512;  // whole blocks of every type (256 for the K-quants)
       // Three products of one input (q/k/v-like, row counts off the 16-row grain), and a
       // residual-style product added into its output.
@@ -76,7 +76,7 @@ TEST(TeamPass, EqualsMatMulManyBitForBit) {
           const int inputs = RunTeam(pass, p, x);
           EXPECT_GE(inputs, 1);
           EXPECT_LE(inputs, p == nullptr ? 1 : threads);
-          EXPECT_TRUE(SameBits(ya, wa) && SameBits(yb, wb) && SameBits(yc, wc))
+          EXPECT_TRUE(TeamSameBits(ya, wa) && TeamSameBits(yb, wb) && TeamSameBits(yc, wc))
               << gguf::GetTypeInfo(type).name << " fast " << fast << " threads " << threads
               << (p == nullptr ? " alone" : " pool");
           // Every chunk is taken: a thread that comes later neither runs one nor reads the input.
@@ -97,7 +97,7 @@ TEST(TeamPass, GatedEqualsMatMulSwiGluAndGeGluBitForBit) {
   std::mt19937 rng(22);
   for (const bool fast : {false, true}) {
     SetFastDot(fast);
-    for (GgmlType type : kTypes) {
+    for (GgmlType type : kTeamTypes) {
       const std::int64_t cols = 256, rows = 300;
       testing::Weights gate = testing::MakeWeights(rng, type, rows, cols);
       // up of another type where the two differ in a real file (Q4_K_M's gate Q4_K, up Q6_K).
@@ -114,7 +114,7 @@ TEST(TeamPass, GatedEqualsMatMulSwiGluAndGeGluBitForBit) {
         TeamPass pass;
         pass.ResetGated(gate.view, up.view, got.data(), gelu, pool.size());
         RunTeam(pass, &pool, x);
-        EXPECT_TRUE(SameBits(got, want))
+        EXPECT_TRUE(TeamSameBits(got, want))
             << gguf::GetTypeInfo(type).name << " fast " << fast << " gelu " << gelu;
       }
     }

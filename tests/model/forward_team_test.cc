@@ -36,7 +36,7 @@ std::unique_ptr<Model> MakeTeamModel(const std::string& preset, gguf::GgmlType t
 
 // The prompt, then `steps` decode steps one token at a time, on a fresh sequence of `blocks`;
 // the logits of every step, in order.
-std::vector<std::vector<float>> Decode(Forward& forward, kv::BlockPool& blocks,
+std::vector<std::vector<float>> TeamDecode(Forward& forward, kv::BlockPool& blocks,
                                        kv::SequenceKv* seq, int steps) {
   std::vector<std::int32_t> prompt(23);
   for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = 3 + static_cast<std::int32_t>(i * 41 % 240);
@@ -53,12 +53,12 @@ std::vector<std::vector<float>> Decode(Forward& forward, kv::BlockPool& blocks,
   return out;
 }
 
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+bool TeamSameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // Whether two sequences hold the same K/V bytes at every layer, head and position.
-bool SameKv(kv::SequenceKv& a, kv::SequenceKv& b) {
+bool TeamSameKv(kv::SequenceKv& a, kv::SequenceKv& b) {
   const kv::KvGeometry& g = a.geometry();
   if (a.n_tokens() != b.n_tokens()) return false;
   for (int l = 0; l < g.n_layers; ++l) {
@@ -74,14 +74,14 @@ bool SameKv(kv::SequenceKv& a, kv::SequenceKv& b) {
   return true;
 }
 
-struct Case {
+struct TeamCase {
   const char* preset;
   gguf::GgmlType type;
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.preset << " " << gguf::GetTypeInfo(c.type).name; }
+void PrintTo(const TeamCase& c, std::ostream* os) { *os << c.preset << " " << gguf::GetTypeInfo(c.type).name; }
 
-class ForwardTeamTest : public ::testing::TestWithParam<Case> {};
+class ForwardTeamTest : public ::testing::TestWithParam<TeamCase> {};
 
 TEST_P(ForwardTeamTest, DecodeStepsEqualPassByPassBitForBit) {
   const auto model = MakeTeamModel(GetParam().preset, GetParam().type);
@@ -97,15 +97,15 @@ TEST_P(ForwardTeamTest, DecodeStepsEqualPassByPassBitForBit) {
         kv::BlockPool blocks(team.KvGeometryFor(dtype, 16), 256);
         kv::SequenceKv a(&blocks), b(&blocks);
         // 40 steps from 23 tokens: the KV crosses block boundaries (16 tokens) mid-way.
-        const auto got = Decode(team, blocks, &a, 40);
-        const auto want = Decode(passes, blocks, &b, 40);
+        const auto got = TeamDecode(team, blocks, &a, 40);
+        const auto want = TeamDecode(passes, blocks, &b, 40);
         ASSERT_EQ(got.size(), want.size());
         for (std::size_t s = 0; s < got.size(); ++s) {
-          EXPECT_TRUE(SameBits(got[s], want[s])) << "step " << s << " threads " << threads
+          EXPECT_TRUE(TeamSameBits(got[s], want[s])) << "step " << s << " threads " << threads
                                                  << " fast " << fast << " f16 kv "
                                                  << (dtype == kv::KvDType::kF16);
         }
-        EXPECT_TRUE(SameKv(a, b));
+        EXPECT_TRUE(TeamSameKv(a, b));
       }
     }
   }
@@ -123,7 +123,7 @@ TEST_P(ForwardTeamTest, BusyPoolRunsTheStepOnTheCallerAlone) {
   Forward team(*model, &pool), passes(*model, &pool, pass_by_pass);
   kv::BlockPool blocks(team.KvGeometryFor(kv::KvDType::kF32, 16), 128);
   kv::SequenceKv a(&blocks), b(&blocks);
-  const auto want = Decode(passes, blocks, &b, 3);
+  const auto want = TeamDecode(passes, blocks, &b, 3);
 
   std::atomic<bool> holding{false}, release{false};
   std::thread holder([&] {
@@ -134,20 +134,20 @@ TEST_P(ForwardTeamTest, BusyPoolRunsTheStepOnTheCallerAlone) {
     });
   });
   while (!holding.load()) std::this_thread::yield();
-  const auto got = Decode(team, blocks, &a, 3);
+  const auto got = TeamDecode(team, blocks, &a, 3);
   release.store(true);
   holder.join();
   ASSERT_EQ(got.size(), want.size());
-  for (std::size_t s = 0; s < got.size(); ++s) EXPECT_TRUE(SameBits(got[s], want[s])) << "step " << s;
-  EXPECT_TRUE(SameKv(a, b));
+  for (std::size_t s = 0; s < got.size(); ++s) EXPECT_TRUE(TeamSameBits(got[s], want[s])) << "step " << s;
+  EXPECT_TRUE(TeamSameKv(a, b));
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, ForwardTeamTest,
-                         ::testing::Values(Case{"tiny", gguf::GgmlType::kF32},
-                                           Case{"tiny", gguf::GgmlType::kQ8_0},
-                                           Case{"tiny-qwen2", gguf::GgmlType::kQ8_0},
-                                           Case{"tiny-qwen3", gguf::GgmlType::kF16},
-                                           Case{"tiny-phi3", gguf::GgmlType::kF32}),
+                         ::testing::Values(TeamCase{"tiny", gguf::GgmlType::kF32},
+                                           TeamCase{"tiny", gguf::GgmlType::kQ8_0},
+                                           TeamCase{"tiny-qwen2", gguf::GgmlType::kQ8_0},
+                                           TeamCase{"tiny-qwen3", gguf::GgmlType::kF16},
+                                           TeamCase{"tiny-phi3", gguf::GgmlType::kF32}),
                          [](const auto& info) {
                            std::string s = std::string(info.param.preset) + "_" +
                                            std::string(gguf::GetTypeInfo(info.param.type).name);
