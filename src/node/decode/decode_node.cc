@@ -476,6 +476,12 @@ void DecodeNode::Finish(const RequestPtr& r, const Status& status, const std::st
                           : reason == "cancelled" ? DecodeState::kCancelled : DecodeState::kDone);
   }
   if (r->entry) store_.Remove(id);
+  {
+    // Unregistered and counted before the last event goes out: a caller that has read the end
+    // of the stream sees the request gone from active_requests() and the metrics.
+    std::lock_guard<std::mutex> lock(mu_);
+    requests_.erase(id);
+  }
   if (status.ok()) {
     requests_ok_->Increment();
     r->events->Close(ToJson(DecodeEvent::Done(reason, stats)).dump());
@@ -483,8 +489,6 @@ void DecodeNode::Finish(const RequestPtr& r, const Status& status, const std::st
     requests_failed_->Increment();
     r->events->Close(ToJson(DecodeEvent::Error(status)).dump());
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  requests_.erase(id);
 }
 
 }  // namespace smartgen::node
