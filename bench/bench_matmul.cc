@@ -12,6 +12,7 @@
 #include "gguf/ggml_type.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
+#include "kernels/q5_0_groups.h"
 #include "core/page_buffer.h"
 #include "kernels/read_bandwidth.h"
 
@@ -116,7 +117,8 @@ void BM_GemvStream(benchmark::State& state, GgmlType type, Isa isa, int threads,
 // the ceiling its decode kernel would hit with infinite memory bandwidth. Columns: 576
 // (SmolLM2-135M's hidden size: 18 blocks of 32, rows that end in a part group), 896 (Qwen2.5-0.5B)
 // and 1536 (a multiple of 256, so every type runs).
-void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa, bool fast_dot) {
+// grouped: Q5_0 rows regrouped as a loaded model's on a VNNI CPU (kernels/q5_0_groups.h).
+void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa, bool fast_dot, bool grouped) {
   const auto* table = kernels::internal::GetKernelTable(isa);
   if (table == nullptr) return state.SkipWithError("ISA not available");
   kernels::SetFastDot(fast_dot);
@@ -132,10 +134,14 @@ void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa, bool fast_dot) 
     kernels::SetFastDot(false);
     return state.SkipWithError("columns not a multiple of the type's block");
   }
-  const std::vector<std::byte> w = RandomWeights(type, kRows, kCols, 5);
+  std::vector<std::byte> w = RandomWeights(type, kRows, kCols, 5);
+  if (grouped) kernels::GroupQ5_0Rows(w.data(), kRows, kCols);
+  const kernels::WeightView view{type, w.data(), kRows, kCols,
+                                 grouped ? kernels::WeightLayout::kQ5_0Groups : kernels::WeightLayout::kFile};
   std::vector<float> x = RandomFloats(kCols, 1), y(kRows);
+  const kernels::MatJob job{&view, x.data(), y.data()};
   for (auto _ : state) {
-    kernels::internal::MatVecWith(*table, type, w.data(), kRows, kCols, x.data(), y.data(), nullptr);
+    kernels::internal::MatMulManyWith(*table, {&job, 1}, 1, nullptr);
     benchmark::DoNotOptimize(y.data());
   }
   kernels::SetFastDot(false);
@@ -336,11 +342,19 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
         benchmark::RegisterBenchmark(("BM_GemvHot/" + std::string(TypeName(type)) + "/" +
                                       kernels::internal::IsaName(isa) + (fast ? "/fast-dot" : ""))
                                          .c_str(),
-                                     BM_GemvHot, type, isa, fast)
+                                     BM_GemvHot, type, isa, fast, false)
             ->Arg(576)
             ->Arg(896)
             ->Arg(1536)
             ->Unit(benchmark::kMicrosecond);
+        if (type == GgmlType::kQ5_0 && isa == Isa::kAvx512 && fast) {
+          benchmark::RegisterBenchmark("BM_GemvHot/q5_0-groups/avx512/fast-dot", BM_GemvHot, type, isa,
+                                       fast, /*grouped=*/true)
+              ->Arg(576)
+              ->Arg(896)
+              ->Arg(1536)
+              ->Unit(benchmark::kMicrosecond);
+        }
       }
       for (int threads : {1, 2}) {
         for (const bool fast : {false, true}) {

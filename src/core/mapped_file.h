@@ -43,6 +43,8 @@ class MappedFile {
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   std::size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // The bytes, writable, when Open read them into a private copy (kHugePages); else nullptr.
+  std::byte* private_data() const { return copy_.data(); }
   // Where the bytes are: kHugePages only when Open read them into huge pages.
   FilePlacement placement() const {
     return copy_.data() != nullptr ? FilePlacement::kHugePages : FilePlacement::kMapped;

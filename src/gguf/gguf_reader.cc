@@ -352,6 +352,14 @@ const Value* GgufFile::Find(std::string_view key) const {
   return it == kv_index_.end() ? nullptr : &kv_[it->second].second;
 }
 
+std::byte* GgufFile::PrivateAddress(const void* p) {
+  std::byte* copy = file_.private_data();
+  const auto begin = reinterpret_cast<std::uintptr_t>(file_.bytes().data());
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  if (copy == nullptr || at < begin || at >= begin + file_.size()) return nullptr;
+  return copy + (at - begin);
+}
+
 const TensorInfo* GgufFile::FindTensor(std::string_view name) const {
   auto it = tensor_index_.find(name);
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];

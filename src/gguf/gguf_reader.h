@@ -133,6 +133,10 @@ class GgufFile {
   Result<double> GetFloatOr(std::string_view key, double fallback) const;
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // The writable address of `p`, a byte of this file's data, when the file was read into a
+  // private copy (core::FilePlacement::kHugePages), so that a loader may rearrange tensor bytes
+  // in place; nullptr for a shared mapping.
+  std::byte* PrivateAddress(const void* p);
   // The tensor called `name`, or nullptr.
   const TensorInfo* FindTensor(std::string_view name) const;
 

@@ -8,6 +8,7 @@
 
 #include "kernels/kernel_table.h"
 #include "kernels/matmul_pass.h"
+#include "kernels/q5_0_groups.h"
 #include "kernels/quant.h"
 
 namespace smartgen::kernels {
@@ -147,8 +148,9 @@ bool MatMulWith(const KernelTable& table, gguf::GgmlType type, const void* w, st
 }  // namespace internal
 
 void MatVec(const WeightView& w, const float* x, float* y, core::ThreadPool* pool) {
+  const MatJob job{&w, x, y};
   [[maybe_unused]] const bool ok =
-      internal::MatVecWith(internal::ActiveKernels(), w.type, w.data, w.rows, w.cols, x, y, pool);
+      internal::MatMulManyWith(internal::ActiveKernels(), std::span<const MatJob>(&job, 1), 1, pool);
   assert(ok && "MatVec: unsupported weight type");
 }
 
@@ -185,18 +187,35 @@ void MatMulGeGlu(const WeightView& gate, const WeightView& up, const float* x, s
   assert(ok && "MatMulGeGlu: unsupported weight types or shapes");
 }
 
+namespace {
+
+// Row r of w as f32, whatever its layout.
+void DequantizeViewRow(const WeightView& w, std::int64_t r, float* out, std::vector<std::byte>* file_row) {
+  const std::byte* bytes = w.row(r);
+  if (w.layout == WeightLayout::kQ5_0Groups) {
+    file_row->resize(w.row_bytes());
+    UngroupQ5_0Rows(bytes, file_row->data(), 1, w.cols);
+    bytes = file_row->data();
+  }
+  DequantizeRow(w.type, bytes, out, w.cols);
+}
+
+}  // namespace
+
 void MatVecReference(const WeightView& w, const float* x, float* y) {
   std::vector<float> row(static_cast<std::size_t>(w.cols));
+  std::vector<std::byte> file_row;
   for (std::int64_t r = 0; r < w.rows; ++r) {
-    DequantizeRow(w.type, w.row(r), row.data(), w.cols);
+    DequantizeViewRow(w, r, row.data(), &file_row);
     y[r] = internal::Dot(row.data(), x, w.cols);
   }
 }
 
 void MatMulReference(const WeightView& w, const float* x, std::int64_t n, float* y) {
   std::vector<float> row(static_cast<std::size_t>(w.cols));
+  std::vector<std::byte> file_row;
   for (std::int64_t r = 0; r < w.rows; ++r) {
-    DequantizeRow(w.type, w.row(r), row.data(), w.cols);
+    DequantizeViewRow(w, r, row.data(), &file_row);
     for (std::int64_t t = 0; t < n; ++t) {
       y[t * w.rows + r] = internal::Dot(row.data(), x + t * w.cols, w.cols);
     }

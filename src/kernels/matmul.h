@@ -20,11 +20,16 @@
 
 namespace smartgen::kernels {
 
+// How a matrix's rows hold their blocks: as the GGUF file stores them, or (Q5_0 only) regrouped
+// at load for the AVX-512 VNNI GEMV (q5_0_groups.h). Same bytes per row either way.
+enum class WeightLayout : std::uint8_t { kFile, kQ5_0Groups };
+
 struct WeightView {
   gguf::GgmlType type = gguf::GgmlType::kF32;
   const void* data = nullptr;
   std::int64_t rows = 0;  // output features
   std::int64_t cols = 0;  // input features
+  WeightLayout layout = WeightLayout::kFile;
   std::size_t row_bytes() const { return gguf::RowBytes(type, cols); }
   const std::byte* row(std::int64_t r) const {
     return static_cast<const std::byte*>(data) + static_cast<std::size_t>(r) * row_bytes();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/kernel_table.h"
+#include "kernels/q5_0_groups.h"
 
 namespace smartgen::kernels::internal::avx512vnni {
 namespace {
@@ -255,6 +256,25 @@ float RowQ4(const std::byte* w, std::int64_t nb, const GroupAct* groups) {
   return _mm512_reduce_add_ps(acc);
 }
 
+// acc += one grouped Q5_0 group's scaled dot (q5_0_groups.h: nibbles, fifth bits, scales apart),
+// the same integer dots and FMA as GroupDot<true, false> on the file's layout.
+inline __m512 GroupDotGrouped(const std::byte* blk, const GroupAct& g, __m512 acc) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), fifth = _mm512_set1_epi8(16);
+  const __m512i spread4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  const __m512i n4 = _mm512_loadu_si512(blk);
+  __m512i lo = _mm512_and_si512(n4, low4);
+  __m512i hi = _mm512_and_si512(_mm512_srli_epi16(n4, 4), low4);
+  std::uint64_t qh_lo, qh_hi;
+  std::memcpy(&qh_lo, blk + 64, 8);
+  std::memcpy(&qh_hi, blk + 72, 8);
+  lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(qh_lo), lo, fifth);
+  hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(qh_hi), hi, fifth);
+  const __m128i d16 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 80));
+  const __m512 dw = _mm512_permutexvar_ps(spread4, _mm512_castps128_ps512(_mm_cvtph_ps(d16)));
+  const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(g.offset, lo, g.lo), hi, g.hi);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, g.dx), acc);
+}
+
 template <bool kFive>
 void MatVecQ4(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
               std::int64_t r0, std::int64_t r1) {
@@ -302,6 +322,27 @@ void MatVecQ4_0(const void* w, std::size_t row_bytes, std::int64_t cols, const A
 void MatVecQ5_0(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
                 std::int64_t r0, std::int64_t r1) {
   MatVecQ4<true>(w, row_bytes, cols, x, y, r0, r1);
+}
+
+void MatVecQ5_0Groups(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x,
+                      float* y, std::int64_t r0, std::int64_t r1) {
+  constexpr int kGroupBytes = 4 * kQ5BlockBytes;
+  const std::int64_t nb = cols / kBlock;
+  const GroupAct* groups = PrepareGroups<true>(x, nb);
+  const auto* base = static_cast<const std::byte*>(w);
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::byte* row = base + r * row_bytes;
+    __m512 acc = _mm512_setzero_ps();
+    const std::byte* const whole_end = row + nb / 4 * kGroupBytes;
+    const GroupAct* g = groups;
+    for (const std::byte* blk = row; blk != whole_end; blk += kGroupBytes, ++g) {
+      for (int off = 0; off < kGroupBytes; off += 64) __builtin_prefetch(blk + kGemvPrefetchBytes + off, 0, 3);
+      acc = GroupDotGrouped(blk, *g, acc);
+    }
+    // The part group stays in the file's layout.
+    if (nb % 4 != 0) acc = GroupDot<true, true>(whole_end, static_cast<int>(nb % 4), *g, acc);
+    y[r] = _mm512_reduce_add_ps(acc);
+  }
 }
 
 }  // namespace smartgen::kernels::internal::avx512vnni

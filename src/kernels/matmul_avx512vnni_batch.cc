@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/kernel_table.h"
+#include "kernels/q5_0_groups.h"
 
 namespace smartgen::kernels::internal::avx512vnni {
 namespace {
@@ -66,6 +67,47 @@ struct KindQ5_0 {
       std::uint32_t qh;
       std::memcpy(&qh, blk + 2, 4);
       _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j), _mm256_mask_add_epi8(v, qh, v, sixteen));
+      u->s[j] = HalfAt(blk);
+    }
+  }
+};
+
+// Q5_0 rows regrouped for the VNNI GEMV (q5_0_groups.h): the same values from the grouped
+// layout. A unit of 8 blocks is two whole groups unless it is a row's last and short: then its
+// blocks past the last whole group are the part group, as in the file (block b at byte 22 b).
+struct KindQ5_0Groups {
+  static constexpr bool kSuper = false;
+  static constexpr int kBlockBytes = 22, kUnit = 8, kShift = 4;
+  static constexpr bool kHalves = false, kMins = false;
+  static void Unpack(const std::byte* row, std::int64_t b0, int nbu, Unpacked* u) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+    // Block k's elements 0-15 are lane k of lo, 16-31 lane k of hi: blocks 0-1 and 2-3 in order.
+    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+    const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    const int whole = nbu / 4;
+    for (int g = 0; g < whole; ++g) {
+      const std::byte* group = row + (b0 / 4 + g) * (4 * kBlockBytes);
+      const __m512i n4 = _mm512_loadu_si512(group);
+      std::uint64_t qh_lo, qh_hi;
+      std::memcpy(&qh_lo, group + 64, 8);
+      std::memcpy(&qh_hi, group + 72, 8);
+      __m512i lo = _mm512_and_si512(n4, low4);
+      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(n4, 4), low4);
+      lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(qh_lo), lo, sixteen);
+      hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(qh_hi), hi, sixteen);
+      _mm512_store_si512(u->v + 128 * g, _mm512_permutex2var_epi64(lo, first, hi));
+      _mm512_store_si512(u->v + 128 * g + 64, _mm512_permutex2var_epi64(lo, second, hi));
+      _mm_storeu_ps(u->s + 4 * g, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + 80))));
+    }
+    const __m256i low4y = _mm256_set1_epi8(0x0F), sixteeny = _mm256_set1_epi8(16);
+    for (int j = 4 * whole; j < nbu; ++j) {  // the part group, as in the file
+      const std::byte* blk = row + (b0 + j) * kBlockBytes;
+      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 6));
+      const __m256i v = _mm256_and_si256(
+          _mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1), low4y);
+      std::uint32_t qh;
+      std::memcpy(&qh, blk + 2, 4);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j), _mm256_mask_add_epi8(v, qh, v, sixteeny));
       u->s[j] = HalfAt(blk);
     }
   }
@@ -240,6 +282,10 @@ void MatMulQ4_0(const void* w, std::size_t rb, std::int64_t cols, const ActPanel
 void MatMulQ5_0(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
                 std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
   Batch<KindQ5_0>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulQ5_0Groups(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                      std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindQ5_0Groups>(w, rb, cols, x, y, ldy, r0, r1);
 }
 void MatMulQ8_0(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
                 std::int64_t ldy, std::int64_t r0, std::int64_t r1) {

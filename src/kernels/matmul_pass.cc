@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/lane_claims.h"
+#include "kernels/q5_0_groups.h"
 
 namespace smartgen::kernels::internal {
 namespace {
@@ -369,6 +370,12 @@ Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* 
   if (MatMulFn fast = FastDotMulKernel(table, w.type); fast != nullptr && whole) s.mul = fast;
   s.vec_act = FastDotActKernel(table, w.type, &s.prepare);
   if (s.vec_act != nullptr) s.mul_act = FastDotBatchKernel(table, w.type);
+  if (w.layout == WeightLayout::kQ5_0Groups) {
+    s.vec = GroupedQ5_0(s.vec);
+    s.mul = GroupedQ5_0(s.mul);
+    if (s.vec_act != nullptr) s.vec_act = GroupedQ5_0(s.vec_act);
+    if (s.mul_act != nullptr) s.mul_act = GroupedQ5_0(s.mul_act);
+  }
   s.panel_min_tokens = w.type == gguf::GgmlType::kQ4_0 ? kPanelMinTokensQ4_0 : kPanelMinTokens;
   s.epilogue = epilogue;
   return s;

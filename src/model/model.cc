@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "kernels/q5_0_groups.h"
 #include "kernels/quant.h"
 
 namespace smartgen::model {
@@ -18,7 +19,7 @@ std::uint64_t Fnv1a(std::uint64_t h, const void* data, std::size_t n) {
 
 // Rows [first, first + n) of w, as a view.
 kernels::WeightView RowRange(const kernels::WeightView& w, std::int64_t first, std::int64_t n) {
-  return kernels::WeightView{w.type, w.row(first), n, w.cols};
+  return kernels::WeightView{w.type, w.row(first), n, w.cols, w.layout};
 }
 
 class TensorLoader {
@@ -142,8 +143,25 @@ Status Model::Init() {
     h = Fnv1a(h, &t.type, sizeof(t.type));
     h = Fnv1a(h, t.data.data(), std::min<std::size_t>(t.data.size(), 256));
   }
-  fingerprint_ = h;
+  fingerprint_ = h;  // of the bytes as in the file: taken before they are regrouped
+  GroupQ5_0();
   return Status::Ok();
+}
+
+void Model::GroupQ5_0() {
+  if (!kernels::Q5_0GroupsPay()) return;
+  auto group = [this](kernels::WeightView* w) {
+    if (w->type != gguf::GgmlType::kQ5_0 || w->layout != kernels::WeightLayout::kFile) return;
+    std::byte* at = file_.PrivateAddress(w->data);
+    if (at == nullptr) return;  // a shared mapping: read as in the file
+    kernels::GroupQ5_0Rows(at, w->rows, w->cols);
+    w->layout = kernels::WeightLayout::kQ5_0Groups;
+    q5_0_grouped_bytes_ += static_cast<std::size_t>(w->rows) * w->row_bytes();
+  };
+  for (LayerWeights& l : layers_) {
+    for (kernels::WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) group(w);
+  }
+  if (!config_.tied_output) group(&output_);
 }
 
 std::string Model::weight_type_name() const {

@@ -1,0 +1,126 @@
+// Q5_0 rows regrouped for the VNNI GEMV (kernels/q5_0_groups.h): grouping is undone exactly, and
+// every Q5_0 kernel of every table - the exact f32 paths, the integer-dot twins, the VNNI GEMV
+// and batched kernels - gives on grouped rows bit for bit what it gives on the file's rows.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "kernel_test_util.h"
+#include "kernels/matmul.h"
+#include "kernels/q5_0_groups.h"
+#include "kernels/quant.h"
+
+namespace smartgen::kernels {
+namespace {
+
+using gguf::GgmlType;
+
+// Blocks per row: 1, 2, 3 (a part group only), 4, 5, 18 (SmolLM2-135M), 28 (Qwen2.5-0.5B), 48.
+const std::int64_t kGroupShapes[][2] = {{3, 32},  {5, 64},    {9, 96},    {4, 128},
+                                   {7, 160}, {64, 576}, {33, 896}, {130, 1536}};
+
+std::vector<std::byte> RandomQ5_0(std::mt19937& rng, std::int64_t rows, std::int64_t cols) {
+  const std::size_t rb = gguf::RowBytes(GgmlType::kQ5_0, cols);
+  std::vector<std::byte> bytes(rb * static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::vector<float> row = testing::RandomVector(rng, static_cast<std::size_t>(cols));
+    EXPECT_TRUE(QuantizeRow(GgmlType::kQ5_0, row.data(), bytes.data() + r * rb, cols));
+  }
+  return bytes;
+}
+
+struct GroupsFastDot {
+  explicit GroupsFastDot(bool on) { SetFastDot(on); }
+  ~GroupsFastDot() { SetFastDot(false); }
+};
+
+TEST(Q5_0Groups, UngroupingGivesTheFilesBytesBack) {
+  std::mt19937 rng(21);
+  for (const auto& [rows, cols] : kGroupShapes) {
+    const std::vector<std::byte> file = RandomQ5_0(rng, rows, cols);
+    std::vector<std::byte> grouped = file, back(file.size());
+    GroupQ5_0Rows(grouped.data(), rows, cols);
+    // Rows with a whole group of 4 blocks change; the part group stays as in the file.
+    EXPECT_EQ(grouped == file, cols < 128) << rows << "x" << cols;
+    UngroupQ5_0Rows(grouped.data(), back.data(), rows, cols);
+    EXPECT_EQ(back, file) << rows << "x" << cols;
+  }
+}
+
+TEST(Q5_0Groups, EveryKernelOnGroupedRowsEqualsItOnTheFilesRows) {
+  std::mt19937 rng(22);
+  core::ThreadPool pool(2);
+  for (const internal::KernelTable* table : testing::AvailableTables()) {
+    for (const bool fast : {false, true}) {
+      GroupsFastDot fast_dot(fast);
+      for (const auto& [rows, cols] : kGroupShapes) {
+        const std::vector<std::byte> file = RandomQ5_0(rng, rows, cols);
+        std::vector<std::byte> grouped = file;
+        GroupQ5_0Rows(grouped.data(), rows, cols);
+        const WeightView file_view{GgmlType::kQ5_0, file.data(), rows, cols};
+        const WeightView grouped_view{GgmlType::kQ5_0, grouped.data(), rows, cols,
+                                      WeightLayout::kQ5_0Groups};
+        // 1: a decode step (the GEMVs); 3 and 17: decode batches (token by token, then panels
+        // of 16); 130: a prefill chunk.
+        for (const std::int64_t n : {1, 3, 17, 130}) {
+          const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(n * cols));
+          std::vector<float> want(static_cast<std::size_t>(n * rows)), got(want.size(), -1.0f);
+          for (core::ThreadPool* p : {static_cast<core::ThreadPool*>(nullptr), &pool}) {
+            const MatJob want_job{&file_view, x.data(), want.data()};
+            const MatJob got_job{&grouped_view, x.data(), got.data()};
+            ASSERT_TRUE(internal::MatMulManyWith(*table, {&want_job, 1}, n, p));
+            ASSERT_TRUE(internal::MatMulManyWith(*table, {&got_job, 1}, n, p));
+            EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * got.size()), 0)
+                << internal::IsaName(table->isa) << (fast ? " fast-dot " : " exact ") << rows << "x"
+                << cols << " n " << n << (p ? " pool" : "");
+          }
+        }
+        // The f32 references read the layout too.
+        const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(cols));
+        std::vector<float> want(static_cast<std::size_t>(rows)), got(want.size());
+        MatVecReference(file_view, x.data(), want.data());
+        MatVecReference(grouped_view, x.data(), got.data());
+        EXPECT_EQ(got, want);
+      }
+    }
+  }
+}
+
+// A gated FFN pass (gate and up grouped, as a loaded model's) equals the file's.
+TEST(Q5_0Groups, GatedPassesOnGroupedRowsEqualTheFiles) {
+  std::mt19937 rng(23);
+  core::ThreadPool pool(2);
+  GroupsFastDot fast_dot(true);
+  const std::int64_t rows = 96, cols = 576;
+  const std::vector<std::byte> gate = RandomQ5_0(rng, rows, cols), up = RandomQ5_0(rng, rows, cols);
+  std::vector<std::byte> gate_g = gate, up_g = up;
+  GroupQ5_0Rows(gate_g.data(), rows, cols);
+  GroupQ5_0Rows(up_g.data(), rows, cols);
+  const WeightView g{GgmlType::kQ5_0, gate.data(), rows, cols}, u{GgmlType::kQ5_0, up.data(), rows, cols};
+  const WeightView gg{GgmlType::kQ5_0, gate_g.data(), rows, cols, WeightLayout::kQ5_0Groups};
+  const WeightView ug{GgmlType::kQ5_0, up_g.data(), rows, cols, WeightLayout::kQ5_0Groups};
+  for (const std::int64_t n : {1, 20}) {
+    const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(n * cols));
+    std::vector<float> want(static_cast<std::size_t>(n * rows)), got(want.size());
+    MatMulSwiGlu(g, u, x.data(), n, want.data(), &pool);
+    MatMulSwiGlu(gg, ug, x.data(), n, got.data(), &pool);
+    EXPECT_EQ(got, want) << n;
+  }
+}
+
+TEST(Q5_0Groups, PayOnlyForTheVnniGemv) {
+  {
+    GroupsFastDot fast_dot(true);
+    const bool vnni = internal::ActiveKernels().isa == internal::Isa::kAvx512 &&
+                      core::GetCpuFeatures().avx512vnni;
+    EXPECT_EQ(Q5_0GroupsPay(), vnni);
+  }
+  GroupsFastDot exact(false);
+  EXPECT_FALSE(Q5_0GroupsPay());
+}
+
+}  // namespace
+}  // namespace smartgen::kernels
