@@ -53,22 +53,24 @@ struct KindQ4_0 {
   }
 };
 
+// One Q5_0 block as in the file into block j of u.
+void UnpackQ5_0Block(const std::byte* blk, int j, Unpacked* u) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
+  const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 6));
+  const __m256i v = _mm256_and_si256(
+      _mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1), low4);
+  std::uint32_t qh;
+  std::memcpy(&qh, blk + 2, 4);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j), _mm256_mask_add_epi8(v, qh, v, sixteen));
+  u->s[j] = HalfAt(blk);
+}
+
 struct KindQ5_0 {
   static constexpr bool kSuper = false;
   static constexpr int kBlockBytes = 22, kUnit = 8, kShift = 4;
   static constexpr bool kHalves = false, kMins = false;
   static void Unpack(const std::byte* row, std::int64_t b0, int nbu, Unpacked* u) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
-    for (int j = 0; j < nbu; ++j) {
-      const std::byte* blk = row + (b0 + j) * kBlockBytes;
-      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 6));
-      const __m256i v = _mm256_and_si256(
-          _mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1), low4);
-      std::uint32_t qh;
-      std::memcpy(&qh, blk + 2, 4);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j), _mm256_mask_add_epi8(v, qh, v, sixteen));
-      u->s[j] = HalfAt(blk);
-    }
+    for (int j = 0; j < nbu; ++j) UnpackQ5_0Block(row + (b0 + j) * kBlockBytes, j, u);
   }
 };
 
@@ -99,17 +101,8 @@ struct KindQ5_0Groups {
       _mm512_store_si512(u->v + 128 * g + 64, _mm512_permutex2var_epi64(lo, second, hi));
       _mm_storeu_ps(u->s + 4 * g, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + 80))));
     }
-    const __m256i low4y = _mm256_set1_epi8(0x0F), sixteeny = _mm256_set1_epi8(16);
-    for (int j = 4 * whole; j < nbu; ++j) {  // the part group, as in the file
-      const std::byte* blk = row + (b0 + j) * kBlockBytes;
-      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 6));
-      const __m256i v = _mm256_and_si256(
-          _mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1), low4y);
-      std::uint32_t qh;
-      std::memcpy(&qh, blk + 2, 4);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j), _mm256_mask_add_epi8(v, qh, v, sixteeny));
-      u->s[j] = HalfAt(blk);
-    }
+    // The part group, as in the file.
+    for (int j = 4 * whole; j < nbu; ++j) UnpackQ5_0Block(row + (b0 + j) * kBlockBytes, j, u);
   }
 };
 
