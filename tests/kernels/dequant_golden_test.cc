@@ -93,7 +93,7 @@ TEST(DequantizeGolden, Sha256MatchesKnownDigests) {
 // A GEMM against identity tokens (x[t] = e_t) returns the weights as its packer dequantized
 // them: every SIMD table must reproduce ggml's values bit for bit.
 TEST(DequantizeGolden, GemmPanelsDequantizeExactly) {
-  for (const std::string file :
+  for (const std::string& file :
        {QuantDir() + "tiny-llama-q-q4_0.gguf", QuantDir() + "tiny-llama-q-q4_k_m.gguf",
         QuantDir() + "tiny-llama-q-q6_k.gguf", QuantDir() + "tiny-llama-q-q8_0.gguf",
         Quant2Dir() + "tiny-llama-q-q4_1.gguf", Quant2Dir() + "tiny-llama-q-q5_0.gguf",

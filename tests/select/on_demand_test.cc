@@ -156,7 +156,7 @@ TEST(OnDemand, StreamingHeadsKeepOnlySinksAndLocalWindow) {
 }
 
 TEST(LayerSelection, DifferenceAndUnion) {
-  LayerSelection a{{{1, 3, 5, 7}, {2}}}, b{{{3, 4, 7}, {}}}, out;
+  LayerSelection a{{{1, 3, 5, 7}, {2}}, {}}, b{{{3, 4, 7}, {}}, {}}, out;
   SelectionDifference(a, b, &out);
   EXPECT_EQ(out.heads[0], (std::vector<std::int32_t>{1, 5}));
   EXPECT_EQ(out.heads[1], (std::vector<std::int32_t>{2}));

@@ -118,7 +118,9 @@ TEST_F(OpenAiSamplingTest, CompletionLogprobsHaveOpenAisShape) {
     for (const auto& [piece, value] : top.items()) EXPECT_LE(value.get<double>(), chosen + 1e-6);
     // A piece that is part of a UTF-8 character reaches JSON as U+FFFD.
     const std::string piece(backend_->tokenizer().TokenToPiece(ids[i].get<std::int32_t>()));
-    if (tokenizer::IsValidUtf8(piece)) EXPECT_EQ(lp["tokens"][i], piece);
+    if (tokenizer::IsValidUtf8(piece)) {
+      EXPECT_EQ(lp["tokens"][i], piece);
+    }
     EXPECT_EQ(lp["text_offset"][i], offset);
     offset += static_cast<std::int64_t>(
         backend_->tokenizer().TokenToPiece(ids[i].get<std::int32_t>(), false).size());
