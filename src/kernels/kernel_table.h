@@ -155,12 +155,16 @@ using MatVecActFn = MatVecActSig*;
 // 2 KiB and the 12 rows (4-60 KiB) of the quantized kernels, 4 or 16 KiB no better (docs/RESULTS.md,
 // issue 14); the plain types now use kPlainGemvPrefetchBytes below.
 inline constexpr std::size_t kGemvPrefetchBytes = 8192;
-// The plain types' GEMV (f32, f16; bf16 without AVX-512 BF16: DotRowSeq) prefetches only
-// this far ahead. With the weights on huge pages the hardware prefetcher streams them, and a
-// software prefetch 8 KiB ahead costs it: on an AMD EPYC Zen 5, tg128 with 256 B against 8 KiB
-// was 1.15-1.18x (Qwen2.5-0.5B F16), 1.10-1.23x (F32), SmolLM2-135M F32 1.0-1.14x; 128 B the
-// same as 256, 512 B 0.86x of it (docs/RESULTS.md, issue 14). The quantized kernels, whose loops
-// do more work per byte, keep kGemvPrefetchBytes (2 KiB: -10 % to +10 %, no pattern; 512 B: 0.9x).
+// The F32 GEMV (and BF16 without AVX-512 BF16: DotRowSeq) prefetches only this far ahead. With
+// the weights on huge pages the hardware prefetcher streams them, and a software prefetch 8 KiB
+// ahead costs it: on an AMD EPYC Zen 5, tg128 with 256 B against 8 KiB was 1.10-1.23x (F32),
+// SmolLM2-135M F32 1.0-1.14x; 128 B the same as 256, 512 B 0.86x of it (docs/RESULTS.md, issue
+// 14). The quantized kernels, whose loops do more work per byte, keep kGemvPrefetchBytes (2 KiB:
+// -10 % to +10 %, no pattern; 512 B: 0.9x), and so does F16 since the team step: its conversion
+// and FMA are twice the uops per byte of F32's FMA, so the reorder buffer covers half as much of
+// the stream, and with lines fetched 8 KiB ahead SmolLM2-135M F16 decoded 1.11-1.25x faster (20
+// alternating rounds; Qwen2.5-0.5B F16 level, 1.01x over 12), where the same comparison had made
+// Qwen F16 1.15-1.18x faster with 256 B before the team step and the huge-page weights.
 inline constexpr std::size_t kPlainGemvPrefetchBytes = 256;
 
 // The activations of up to kPanelTokens tokens of a decode batch for the batched integer-dot

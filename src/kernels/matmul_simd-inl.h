@@ -55,8 +55,10 @@ void PrefetchAhead(const std::byte* p, std::int64_t offset, std::size_t row_byte
 }
 
 // How a weight row's elements are loaded as f32. k is a multiple of L for Load.
+// kSeqPrefetchBytes: how far ahead DotRowSeq prefetches a plain type's rows (kernel_table.h).
 struct KindF32 {
   static constexpr int kBytes = 4;  // per element (Q8_0: per int8, ignoring scales)
+  static constexpr std::size_t kSeqPrefetchBytes = kPlainGemvPrefetchBytes;
   static V Load(const std::byte* row, std::int64_t k) {
     return S::Load(reinterpret_cast<const float*>(row) + k);
   }
@@ -66,6 +68,7 @@ struct KindF32 {
 };
 struct KindF16 {
   static constexpr int kBytes = 2;  // per element (Q8_0: per int8, ignoring scales)
+  static constexpr std::size_t kSeqPrefetchBytes = kGemvPrefetchBytes;
   static V Load(const std::byte* row, std::int64_t k) {
     return S::LoadF16(reinterpret_cast<const std::uint16_t*>(row) + k);
   }
@@ -75,6 +78,7 @@ struct KindF16 {
 };
 struct KindBF16 {
   static constexpr int kBytes = 2;  // per element (Q8_0: per int8, ignoring scales)
+  static constexpr std::size_t kSeqPrefetchBytes = kPlainGemvPrefetchBytes;
   static V Load(const std::byte* row, std::int64_t k) {
     return S::LoadBf16(reinterpret_cast<const std::uint16_t*>(row) + k);
   }
@@ -190,7 +194,7 @@ void RowDots(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const
 constexpr int kVecRows = 8;
 
 // A plain type's GEMV reads its rows one after another: one sequential stream per thread, which
-// the hardware prefetcher follows, with a software prefetch kPlainGemvPrefetchBytes ahead of it. On an
+// the hardware prefetcher follows, with a software prefetch Kind::kSeqPrefetchBytes ahead of it. On an
 // AMD EPYC Zen 5 this decoded the Qwen2.5-0.5B shape 1.2-1.3x (F16) and 1.15-1.2x (F32) faster
 // than kVecRows interleaved rows sharing each x load (docs/RESULTS.md, issue 14): the rows of a
 // decode GEMV are 1-20 KiB, so the interleaved kernel keeps 8 streams a row apart in flight.
@@ -200,7 +204,7 @@ float DotRowSeq(const std::byte* w, std::int64_t cols, const float* x) {
   V a0 = S::Zero(), a1 = S::Zero(), a2 = S::Zero(), a3 = S::Zero();
   std::int64_t k = 0;
   for (; k + 4 * L <= cols; k += 4 * L) {
-    const std::byte* p = w + k * Kind::kBytes + kPlainGemvPrefetchBytes;
+    const std::byte* p = w + k * Kind::kBytes + Kind::kSeqPrefetchBytes;
     for (int off = 0; off < kStepBytes; off += 64) __builtin_prefetch(p + off, 0, 3);
     a0 = S::Fma(Kind::Load(w, k), S::Load(x + k), a0);
     a1 = S::Fma(Kind::Load(w, k + L), S::Load(x + k + L), a1);
