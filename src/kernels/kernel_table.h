@@ -153,7 +153,7 @@ using MatVecActFn = MatVecActSig*;
 // stream per thread) prefetch their weights, in bytes of that stream, whatever the row length.
 // On an AMD EPYC Zen 5 (weights then mapped from the page cache) 8 KiB decoded 1-6 % faster than
 // 2 KiB and the 12 rows (4-60 KiB) of the quantized kernels, 4 or 16 KiB no better (docs/RESULTS.md,
-// issue 14); the plain types now use kPlainGemvPrefetchBytes below.
+// issue 14); F16 too (4 KiB level with it, 16 KiB behind), F32 kPlainGemvPrefetchBytes below.
 inline constexpr std::size_t kGemvPrefetchBytes = 8192;
 // The F32 GEMV (and BF16 without AVX-512 BF16: DotRowSeq) prefetches only this far ahead. With
 // the weights on huge pages the hardware prefetcher streams them, and a software prefetch 8 KiB
