@@ -3,13 +3,15 @@
 // down, for each of 30 layers, each thread prefetching the next pass while it waits for the
 // others; then the output head as a pool job of its own (Forward::ComputeLogits). No attention,
 // norms, RoPE or KV store: what is left is the pass structure (chunk grid, lane claims, waits)
-// around the GEMV kernels, at the SmolLM2-135M shapes, with the weights in one huge-page buffer
-// as a loaded model keeps them. Set against BM_ReadBandwidth/threads:2 in the same run, its GB/s
+// around the GEMV kernels, at the SmolLM2-135M or Qwen2.5-0.5B shapes, with the weights in one
+// huge-page buffer as a loaded model keeps them. Set against BM_ReadBandwidth/threads:2 in the same run, its GB/s
 // is the most of the bandwidth floor that a decode step built from these passes can reach
 // (docs/RESULTS.md, issue 14):
 //   build/bench/bench_kernels --benchmark_filter='BM_ReadBandwidth/threads:2|BM_DecodeTeamPasses/'
 //     --benchmark_repetitions=5
-// BM_DecodeTeamPassesPair runs two types' steps in turn, to compare kernels through the swings.
+// layers_GB/s and head_GB/s split the step: the layers' chained passes, the output head's job.
+// BM_DecodeTeamPassesPair runs two types' steps in turn, to compare kernels through the swings;
+// BM_DecodeTeamPassesLayout the step with its gate/up pass laid out two ways in turn (below).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include "bench_util.h"
 #include "core/page_buffer.h"
 #include "core/thread_pool.h"
+#include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/team_pass.h"
 
@@ -31,6 +34,15 @@ using gguf::GgmlType;
 using kernels::MatJob;
 using kernels::NextPass;
 using kernels::WeightView;
+
+// A model's matrix shapes: SmolLM2-135M (bench_util.h) or Qwen2.5-0.5B (n_embd 896, 2 KV heads
+// of 64, FFN 4864, 24 layers, vocab 151936).
+struct StepShape {
+  const char* name;
+  std::int64_t embd, kv_dim, ffn, layers, vocab;
+};
+constexpr StepShape kSmolLm2{"smollm2", kEmbd, kKvDim, kFfn, kLayers, kVocab};
+constexpr StepShape kQwen05{"qwen0.5b", 896, 128, 4864, 24, 151936};
 
 // One layer's matrices, in kLayerMats' order.
 struct LayerViews {
@@ -45,12 +57,15 @@ struct ModelWeights {
   std::size_t bytes = 0;
 };
 
-ModelWeights MakeModelWeights(GgmlType type) {
+ModelWeights MakeModelWeights(const StepShape& shape, GgmlType type) {
+  const std::int64_t e = shape.embd, kv = shape.kv_dim, f = shape.ffn;
+  const MatShape layer_mats[] = {{"q", e, e},    {"k", kv, e}, {"v", kv, e}, {"o", e, e},
+                                 {"gate", f, e}, {"up", f, e}, {"down", e, f}};
   std::vector<std::vector<std::byte>> mats;
-  for (int l = 0; l < kLayers; ++l) {
-    for (const MatShape& s : kLayerMats) mats.push_back(RandomWeights(type, s.rows, s.cols, 300 + l));
+  for (int l = 0; l < shape.layers; ++l) {
+    for (const MatShape& s : layer_mats) mats.push_back(RandomWeights(type, s.rows, s.cols, 300 + l));
   }
-  mats.push_back(RandomWeights(type, kVocab, kEmbd, 9));
+  mats.push_back(RandomWeights(type, shape.vocab, e, 9));
   ModelWeights m;
   for (const auto& bytes : mats) m.bytes += bytes.size();
   m.buffer = core::PageBuffer(m.bytes);
@@ -61,27 +76,49 @@ ModelWeights MakeModelWeights(GgmlType type) {
     at += mats[i++].size();
     return view;
   };
-  for (int l = 0; l < kLayers; ++l) {
+  for (int l = 0; l < shape.layers; ++l) {
     LayerViews v;
     WeightView* order[] = {&v.q, &v.k, &v.v, &v.o, &v.gate, &v.up, &v.down};
-    for (std::size_t j = 0; j < std::size(kLayerMats); ++j) {
-      *order[j] = place(kLayerMats[j].rows, kLayerMats[j].cols);
+    for (std::size_t j = 0; j < std::size(layer_mats); ++j) {
+      *order[j] = place(layer_mats[j].rows, layer_mats[j].cols);
     }
     m.layers.push_back(v);
   }
-  m.output = place(kVocab, kEmbd);
+  m.output = place(shape.vocab, e);
   return m;
 }
+
+// How a step's gate/up pass is laid out: as the team step runs it, gate and up as two plain
+// products in one pass (each lane reads one matrix front to back) and the activation applied by
+// each thread to its own copy for the down pass; or as one gated product (each chunk reads the
+// same rows of gate and then of up, as MatMulSwiGlu does), the team step's layout until 12-05.
+enum class GateUp { kPlain, kGated };
 
 // One decode step's matrix passes over `m`, as the team step chains them; the inputs are fixed
 // vectors (no norm or attention makes them), the outputs the step's own.
 class TeamPasses {
  public:
-  TeamPasses(const ModelWeights& m, core::ThreadPool* pool) : m_(m), pool_(pool) {}
+  TeamPasses(const StepShape& shape, const ModelWeights& m, core::ThreadPool* pool,
+             GateUp gate_up = GateUp::kPlain)
+      : m_(m), pool_(pool), layers_(static_cast<int>(shape.layers)), gate_up_(gate_up) {
+    const auto e = static_cast<std::size_t>(shape.embd);
+    h_ = RandomFloats(e, 1);
+    att_ = RandomFloats(e, 2);
+    q_.resize(e);
+    k_.resize(static_cast<std::size_t>(shape.kv_dim));
+    v_.resize(static_cast<std::size_t>(shape.kv_dim));
+    x_.resize(e);
+    gate_.resize(static_cast<std::size_t>(shape.ffn));
+    up_.resize(static_cast<std::size_t>(shape.ffn));
+    logits_.resize(static_cast<std::size_t>(shape.vocab));
+    passes_ = std::vector<kernels::TeamPass>(static_cast<std::size_t>(layers_) * 4);
+  }
 
-  void Run() {
+  // One step; returns the seconds its layers took (the rest is the output head).
+  double Run() {
+    const auto t0 = std::chrono::steady_clock::now();
     const int lanes = pool_->size();
-    for (int l = 0; l < kLayers; ++l) {
+    for (int l = 0; l < layers_; ++l) {
       const LayerViews& w = m_.layers[l];
       kernels::TeamPass* p = &passes_[static_cast<std::size_t>(l) * 4];
       const MatJob qkv[] = {{&w.k, nullptr, k_.data()}, {&w.v, nullptr, v_.data()},
@@ -89,53 +126,77 @@ class TeamPasses {
       p[0].Reset(qkv, lanes);
       const MatJob o[] = {{&w.o, nullptr, x_.data(), /*accumulate=*/true}};
       p[1].Reset(o, lanes);
-      p[2].ResetGated(w.gate, w.up, gate_.data(), /*gelu=*/false, lanes);
+      if (gate_up_ == GateUp::kGated) {
+        p[2].ResetGated(w.gate, w.up, gate_.data(), /*gelu=*/false, lanes);
+      } else {
+        const MatJob gate_up[] = {{&w.gate, nullptr, gate_.data()}, {&w.up, nullptr, up_.data()}};
+        p[2].Reset(gate_up, lanes);
+      }
       const MatJob down[] = {{&w.down, nullptr, x_.data(), /*accumulate=*/true}};
       p[3].Reset(down, lanes);
     }
+    const bool gated = gate_up_ == GateUp::kGated;
     pool_->Run([&](int, int) {
-      for (int l = 0; l < kLayers; ++l) {
+      thread_local std::vector<float> down_in;
+      down_in.resize(gate_.size());
+      const auto down_input = [&]() -> const float* {
+        if (gated) return gate_.data();
+        kernels::SwiGlu(gate_.data(), up_.data(), static_cast<std::int64_t>(gate_.size()), down_in.data());
+        return down_in.data();
+      };
+      for (int l = 0; l < layers_; ++l) {
         const LayerViews& w = m_.layers[l];
         kernels::TeamPass* p = &passes_[static_cast<std::size_t>(l) * 4];
         p[0].Work([&] { return h_.data(); });
         p[0].Wait({{&w.o}});
         p[1].Work([&] { return att_.data(); });
-        p[1].Wait({{&w.gate}, &w.up});
+        p[1].Wait(gated ? NextPass{{&w.gate}, &w.up} : NextPass{{&w.gate, &w.up}});
         p[2].Work([&] { return h_.data(); });
         p[2].Wait({{&w.down}});
-        p[3].Work([&] { return gate_.data(); });
+        p[3].Work(down_input);
         p[3].Wait(NextQkv(l + 1));
       }
     });
+    const auto t1 = std::chrono::steady_clock::now();
     kernels::MatMul(m_.output, h_.data(), 1, logits_.data(), pool_, NextQkv(0));
     benchmark::DoNotOptimize(logits_.data());
     benchmark::DoNotOptimize(x_.data());
+    return std::chrono::duration<double>(t1 - t0).count();
   }
 
  private:
   NextPass NextQkv(int l) const {
-    if (l >= kLayers) return {{&m_.output}};
+    if (l >= layers_) return {{&m_.output}};
     return {{&m_.layers[l].k, &m_.layers[l].v, &m_.layers[l].q}};
   }
 
   const ModelWeights& m_;
   core::ThreadPool* pool_;
-  std::vector<float> h_ = RandomFloats(kEmbd, 1), att_ = RandomFloats(kEmbd, 2);
-  std::vector<float> q_ = std::vector<float>(kEmbd), k_ = std::vector<float>(kKvDim),
-                     v_ = std::vector<float>(kKvDim), x_ = std::vector<float>(kEmbd),
-                     gate_ = std::vector<float>(kFfn), logits_ = std::vector<float>(kVocab);
-  std::vector<kernels::TeamPass> passes_ = std::vector<kernels::TeamPass>(kLayers * 4);
+  int layers_;
+  GateUp gate_up_;
+  std::vector<float> h_, att_, q_, k_, v_, x_, gate_, up_, logits_;
+  std::vector<kernels::TeamPass> passes_;
 };
 
-void BM_DecodeTeamPasses(benchmark::State& state, GgmlType type) {
+void BM_DecodeTeamPasses(benchmark::State& state, const StepShape& shape, GgmlType type) {
   kernels::SetFastDot(true);  // the decode default
-  const ModelWeights m = MakeModelWeights(type);
+  const ModelWeights m = MakeModelWeights(shape, type);
   core::ThreadPool pool(2);
-  TeamPasses step(m, &pool);
-  for (auto _ : state) step.Run();
+  TeamPasses step(shape, m, &pool);
+  double layer_seconds = 0, head_seconds = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double layers = step.Run();
+    layer_seconds += layers;
+    head_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - layers;
+  }
   kernels::SetFastDot(false);
-  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(m.bytes) * state.iterations() / 1e9,
+  const auto iterations = static_cast<double>(state.iterations());
+  const double head_bytes = static_cast<double>(m.output.rows) * static_cast<double>(m.output.row_bytes());
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(m.bytes) * iterations / 1e9,
                                               benchmark::Counter::kIsRate);
+  state.counters["layers_GB/s"] = (static_cast<double>(m.bytes) - head_bytes) * iterations / layer_seconds / 1e9;
+  state.counters["head_GB/s"] = head_bytes * iterations / head_seconds / 1e9;
   state.counters["tok/s"] = benchmark::Counter(state.iterations(), benchmark::Counter::kIsRate);
   state.counters["MB"] = static_cast<double>(m.bytes) / 1e6;
 }
@@ -146,9 +207,9 @@ void BM_DecodeTeamPasses(benchmark::State& state, GgmlType type) {
 // F16 kernel change), the ratio of two builds' ratios compares the builds.
 void BM_DecodeTeamPassesPair(benchmark::State& state, GgmlType a, GgmlType b) {
   kernels::SetFastDot(true);
-  const ModelWeights ma = MakeModelWeights(a), mb = MakeModelWeights(b);
+  const ModelWeights ma = MakeModelWeights(kSmolLm2, a), mb = MakeModelWeights(kSmolLm2, b);
   core::ThreadPool pool(2);
-  TeamPasses step_a(ma, &pool), step_b(mb, &pool);
+  TeamPasses step_a(kSmolLm2, ma, &pool), step_b(kSmolLm2, mb, &pool);
   double seconds_a = 0, seconds_b = 0;
   std::vector<double> ratios;
   for (auto _ : state) {
@@ -171,13 +232,49 @@ void BM_DecodeTeamPassesPair(benchmark::State& state, GgmlType a, GgmlType b) {
   state.counters["ratio"] = ratios[ratios.size() / 2];
 }
 
+// The step with either gate/up layout, in turns on the same weights: `ratio` is the median over
+// the turns of the plain layout's tokens/s over the gated one's.
+void BM_DecodeTeamPassesLayout(benchmark::State& state, const StepShape& shape, GgmlType type) {
+  kernels::SetFastDot(true);
+  const ModelWeights m = MakeModelWeights(shape, type);
+  core::ThreadPool pool(2);
+  TeamPasses plain(shape, m, &pool, GateUp::kPlain), gated(shape, m, &pool, GateUp::kGated);
+  std::vector<double> ratios;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    plain.Run();
+    const auto t1 = std::chrono::steady_clock::now();
+    gated.Run();
+    const auto t2 = std::chrono::steady_clock::now();
+    ratios.push_back(std::chrono::duration<double>(t2 - t1).count() /
+                     std::chrono::duration<double>(t1 - t0).count());
+  }
+  kernels::SetFastDot(false);
+  std::sort(ratios.begin(), ratios.end());
+  state.counters["ratio"] = ratios[ratios.size() / 2];
+  state.counters["q1"] = ratios[ratios.size() / 4];
+  state.counters["q3"] = ratios[ratios.size() * 3 / 4];
+}
+
 [[maybe_unused]] const bool kTeamPassesRegistered = [] {
-  for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
-                              GgmlType::kQ4_0}) {
-    benchmark::RegisterBenchmark(("BM_DecodeTeamPasses/" + std::string(TypeName(type))).c_str(),
-                                 BM_DecodeTeamPasses, type)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
+  for (const StepShape* shape : {&kSmolLm2, &kQwen05}) {
+    for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
+                                GgmlType::kQ4_0}) {
+      const std::string name = std::string("BM_DecodeTeamPasses/") + shape->name + "/" + TypeName(type);
+      benchmark::RegisterBenchmark(name.c_str(), BM_DecodeTeamPasses, *shape, type)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+  }
+  for (const StepShape* shape : {&kSmolLm2, &kQwen05}) {
+    for (const GgmlType type : {GgmlType::kF16, GgmlType::kQ8_0}) {
+      const std::string name =
+          std::string("BM_DecodeTeamPassesLayout/") + shape->name + "/" + TypeName(type);
+      benchmark::RegisterBenchmark(name.c_str(), BM_DecodeTeamPassesLayout, *shape, type)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(3);
+    }
   }
   benchmark::RegisterBenchmark("BM_DecodeTeamPassesPair/f16/bf16", BM_DecodeTeamPassesPair,
                                GgmlType::kF16, GgmlType::kBF16)

@@ -180,6 +180,7 @@ class Forward {
   int team_layers_ = 0;
   std::unique_ptr<kernels::TeamPass[]> team_passes_;   // 4 per layer
   std::unique_ptr<core::TeamStage[]> team_attention_;  // 1 per layer
+  core::AlignedBuffer<float> team_up_;                 // the up product (n_ff)
 
   // Scratch, [rows][dim] row-major, grown on demand: x_ (the residual) by batch rows, the rest
   // by micro-batch rows.

@@ -69,6 +69,7 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
     team_attention_ = std::make_unique<core::TeamStage[]>(static_cast<std::size_t>(c.n_layers));
     team_layers_ = c.n_layers;
   }
+  if (team_up_.size() < static_cast<std::size_t>(c.n_ff)) team_up_.Resize(static_cast<std::size_t>(c.n_ff));
   float* const x = x_.data();  // the step's one residual row
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& w = model_.layer(l);
@@ -80,7 +81,13 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
     team_attention_[l].Reset(c.n_kv_heads, lanes);
     const kernels::MatJob o[] = {{&w.wo, nullptr, x, /*accumulate=*/true}};
     p[1].Reset(o, lanes);
-    p[2].ResetGated(w.w_gate, w.w_up, gate_.data(), c.ffn_act == FfnActivation::kGelu, lanes);
+    // gate and up as two plain products, not one gated product: a thread's lane is then one
+    // matrix read front to back, not the same rows of both in turn (bench_kernels'
+    // BM_DecodeTeamPassesLayout, docs/RESULTS.md); each thread applies the activation to its own
+    // copy of the two for the down pass.
+    const kernels::MatJob gate_up[] = {{&w.w_gate, nullptr, gate_.data()},
+                                       {&w.w_up, nullptr, team_up_.data()}};
+    p[2].Reset(gate_up, lanes);
     const kernels::MatJob down[] = {{&w.w_down, nullptr, x, /*accumulate=*/true}};
     p[3].Reset(down, lanes);
   }
@@ -93,8 +100,18 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
     // This thread's normalised copy of the residual, the input of q/k/v and of gate/up; aligned
     // as Forward's own scratch (an F32 GEMV loads a vector of it per weight vector: from a
     // 16-byte aligned std::vector, Qwen2.5-0.5B F32 decoded at 0.89-0.97 of pass by pass).
-    thread_local core::AlignedBuffer<float> h;
+    thread_local core::AlignedBuffer<float> h, ffn_in;
     if (h.size() < static_cast<std::size_t>(c.n_embd)) h.Resize(static_cast<std::size_t>(c.n_embd));
+    if (ffn_in.size() < static_cast<std::size_t>(c.n_ff)) ffn_in.Resize(static_cast<std::size_t>(c.n_ff));
+    // The down pass's input, act(gate) * up, this thread's copy.
+    const auto gated = [&]() -> const float* {
+      if (c.ffn_act == FfnActivation::kGelu) {
+        kernels::GeGlu(gate_.data(), team_up_.data(), c.n_ff, ffn_in.data());
+      } else {
+        kernels::SwiGlu(gate_.data(), team_up_.data(), c.n_ff, ffn_in.data());
+      }
+      return ffn_in.data();
+    };
     for (int l = 0; l < c.n_layers; ++l) {
       const LayerWeights& w = model_.layer(l);
       kernels::TeamPass* p = &team_passes_[static_cast<std::size_t>(l) * 4];
@@ -109,10 +126,10 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
       }
       attention.Wait(nullptr);
       p[1].Work([&] { return att_.data(); });
-      p[1].Wait({{&w.w_gate}, &w.w_up});
+      p[1].Wait({{&w.w_gate, &w.w_up}});
       p[2].Work([&] { return norm(x, w.ffn_norm, h.data()); });
       p[2].Wait({{&w.w_down}});
-      p[3].Work([&] { return gate_.data(); });
+      p[3].Work(gated);
       p[3].Wait(NextLayerQkv(l + 1));
     }
   });
