@@ -1,12 +1,12 @@
 // The matrix passes of one decode step as the team step chains them (model/forward_team.cc): one
-// pool job in which the threads run q/k/v as one kernels::TeamPass, then o, gate/up (gated) and
-// down, for each of 30 layers, each thread prefetching the next pass while it waits for the
-// others; then the output head as a pool job of its own (Forward::ComputeLogits). No attention,
-// norms, RoPE or KV store: what is left is the pass structure (chunk grid, lane claims, waits)
-// around the GEMV kernels, at the SmolLM2-135M or Qwen2.5-0.5B shapes, with the weights in one
-// huge-page buffer as a loaded model keeps them. Set against BM_ReadBandwidth/threads:2 in the same run, its GB/s
-// is the most of the bandwidth floor that a decode step built from these passes can reach
-// (docs/RESULTS.md, issue 14):
+// pool job in which the threads run q/k/v as one kernels::TeamPass, then o, gate/up (two plain
+// products) and down, for each layer, each thread prefetching the next pass while it waits for
+// the others; then the output head as a pool job of its own (Forward::ComputeLogits). No
+// attention, norms, RoPE or KV store: what is left is the pass structure (chunk grid, lane
+// claims, waits) around the GEMV kernels, at the SmolLM2-135M or Qwen2.5-0.5B shapes, with the
+// weights in one huge-page buffer as a loaded model keeps them. Set against
+// BM_ReadBandwidth/threads:2 in the same run, its GB/s is the most of the bandwidth floor that a
+// decode step built from these passes can reach (docs/RESULTS.md, issue 14):
 //   build/bench/bench_kernels --benchmark_filter='BM_ReadBandwidth/threads:2|BM_DecodeTeamPasses/'
 //     --benchmark_repetitions=5
 // layers_GB/s and head_GB/s split the step: the layers' chained passes, the output head's job.
