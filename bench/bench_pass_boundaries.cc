@@ -78,10 +78,7 @@ void BM_PassBoundaries(benchmark::State& state, std::int64_t rows, bool wait) {
     benchmark::DoNotOptimize(y.data());
   }
   kernels::SetFastDot(false);
-  std::sort(ratios.begin(), ratios.end());
-  state.counters["ratio"] = ratios[ratios.size() / 2];
-  state.counters["q1"] = ratios[ratios.size() / 4];
-  state.counters["q3"] = ratios[ratios.size() * 3 / 4];
+  SetRatioCounters(state, ratios);
   state.counters["passes"] = static_cast<double>(parts.size());
 }
 
@@ -91,10 +88,7 @@ void BM_PassBoundaries(benchmark::State& state, std::int64_t rows, bool wait) {
                                   std::int64_t{4748}, std::int64_t{2374}}) {
     for (const bool wait : {true, false}) {
       const std::string name = "BM_PassBoundaries/" + std::to_string(rows) + (wait ? "/wait" : "/nowait");
-      benchmark::RegisterBenchmark(name.c_str(), BM_PassBoundaries, rows, wait)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime()
-          ->MinTime(3);
+      AsPaired(benchmark::RegisterBenchmark(name.c_str(), BM_PassBoundaries, rows, wait));
     }
   }
   return true;

@@ -201,6 +201,26 @@ void BM_DecodeTeamPasses(benchmark::State& state, const StepShape& shape, GgmlTy
   state.counters["MB"] = static_cast<double>(m.bytes) / 1e6;
 }
 
+// Runs a's step and then b's, once per iteration; returns each turn's b time over a time (a's
+// tokens/s over b's) and adds the times to *seconds_a and *seconds_b.
+std::vector<double> RunInTurns(benchmark::State& state, TeamPasses& a, TeamPasses& b,
+                               double* seconds_a, double* seconds_b) {
+  std::vector<double> ratios;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    a.Run();
+    const auto t1 = std::chrono::steady_clock::now();
+    b.Run();
+    const auto t2 = std::chrono::steady_clock::now();
+    const double da = std::chrono::duration<double>(t1 - t0).count();
+    const double db = std::chrono::duration<double>(t2 - t1).count();
+    *seconds_a += da;
+    *seconds_b += db;
+    ratios.push_back(db / da);
+  }
+  return ratios;
+}
+
 // Two weight types' steps in lockstep, one token of each per turn, so that the VM's swings in
 // read bandwidth (1.5x within minutes on the Zen 5 VM) fall on both: `ratio` is the median over
 // the turns of a's tokens/s over b's. With b a control whose kernel did not change (BF16 for an
@@ -211,25 +231,12 @@ void BM_DecodeTeamPassesPair(benchmark::State& state, GgmlType a, GgmlType b) {
   core::ThreadPool pool(2);
   TeamPasses step_a(kSmolLm2, ma, &pool), step_b(kSmolLm2, mb, &pool);
   double seconds_a = 0, seconds_b = 0;
-  std::vector<double> ratios;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    step_a.Run();
-    const auto t1 = std::chrono::steady_clock::now();
-    step_b.Run();
-    const auto t2 = std::chrono::steady_clock::now();
-    const double da = std::chrono::duration<double>(t1 - t0).count();
-    const double db = std::chrono::duration<double>(t2 - t1).count();
-    seconds_a += da;
-    seconds_b += db;
-    ratios.push_back(db / da);
-  }
+  const std::vector<double> ratios = RunInTurns(state, step_a, step_b, &seconds_a, &seconds_b);
   kernels::SetFastDot(false);
-  std::sort(ratios.begin(), ratios.end());
   const auto turns = static_cast<double>(ratios.size());
   state.counters["a_GB/s"] = static_cast<double>(ma.bytes) * turns / seconds_a / 1e9;
   state.counters["b_GB/s"] = static_cast<double>(mb.bytes) * turns / seconds_b / 1e9;
-  state.counters["ratio"] = ratios[ratios.size() / 2];
+  SetRatioCounters(state, ratios);
 }
 
 // The step with either gate/up layout, in turns on the same weights: `ratio` is the median over
@@ -239,21 +246,10 @@ void BM_DecodeTeamPassesLayout(benchmark::State& state, const StepShape& shape, 
   const ModelWeights m = MakeModelWeights(shape, type);
   core::ThreadPool pool(2);
   TeamPasses plain(shape, m, &pool, GateUp::kPlain), gated(shape, m, &pool, GateUp::kGated);
-  std::vector<double> ratios;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    plain.Run();
-    const auto t1 = std::chrono::steady_clock::now();
-    gated.Run();
-    const auto t2 = std::chrono::steady_clock::now();
-    ratios.push_back(std::chrono::duration<double>(t2 - t1).count() /
-                     std::chrono::duration<double>(t1 - t0).count());
-  }
+  double seconds_plain = 0, seconds_gated = 0;
+  const std::vector<double> ratios = RunInTurns(state, plain, gated, &seconds_plain, &seconds_gated);
   kernels::SetFastDot(false);
-  std::sort(ratios.begin(), ratios.end());
-  state.counters["ratio"] = ratios[ratios.size() / 2];
-  state.counters["q1"] = ratios[ratios.size() / 4];
-  state.counters["q3"] = ratios[ratios.size() * 3 / 4];
+  SetRatioCounters(state, ratios);
 }
 
 [[maybe_unused]] const bool kTeamPassesRegistered = [] {
@@ -270,17 +266,11 @@ void BM_DecodeTeamPassesLayout(benchmark::State& state, const StepShape& shape, 
     for (const GgmlType type : {GgmlType::kF16, GgmlType::kQ8_0}) {
       const std::string name =
           std::string("BM_DecodeTeamPassesLayout/") + shape->name + "/" + TypeName(type);
-      benchmark::RegisterBenchmark(name.c_str(), BM_DecodeTeamPassesLayout, *shape, type)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime()
-          ->MinTime(3);
+      AsPaired(benchmark::RegisterBenchmark(name.c_str(), BM_DecodeTeamPassesLayout, *shape, type));
     }
   }
-  benchmark::RegisterBenchmark("BM_DecodeTeamPassesPair/f16/bf16", BM_DecodeTeamPassesPair,
-                               GgmlType::kF16, GgmlType::kBF16)
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime()
-      ->MinTime(3);
+  AsPaired(benchmark::RegisterBenchmark("BM_DecodeTeamPassesPair/f16/bf16", BM_DecodeTeamPassesPair,
+                                        GgmlType::kF16, GgmlType::kBF16));
   return true;
 }();
 

@@ -1,6 +1,9 @@
 // Shared helpers of the kernel benchmarks: SmolLM2-135M shapes and random weights.
 #pragma once
 
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -42,6 +45,20 @@ inline std::vector<std::byte> RandomWeights(gguf::GgmlType type, std::int64_t ro
     kernels::QuantizeRow(type, row.data(), out.data() + r * rb, cols);
   }
   return out;
+}
+
+// Sets `ratio` (the median of per-turn ratios of a paired benchmark), `q1` and `q3` (its
+// quartiles). ratios must not be empty.
+inline void SetRatioCounters(benchmark::State& state, std::vector<double> ratios) {
+  std::sort(ratios.begin(), ratios.end());
+  state.counters["ratio"] = ratios[ratios.size() / 2];
+  state.counters["q1"] = ratios[ratios.size() / 4];
+  state.counters["q3"] = ratios[ratios.size() * 3 / 4];
+}
+
+// A paired benchmark's registration: milliseconds of real time, 3 s of turns at least.
+inline void AsPaired(benchmark::internal::Benchmark* b) {
+  b->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3);
 }
 
 inline const char* TypeName(gguf::GgmlType t) {
