@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -291,6 +292,54 @@ void BM_QwenTokenStream(benchmark::State& state, GgmlType type) {
   state.counters["probe"] = kernels::MeasureReadBandwidth(Pool(2), std::size_t{1} << 30, 3);
 }
 
+// One core's decode kernel against one core's probe loop on the same bytes, in turns: the kernel
+// factor of the floor share with no passes, no second thread and no placement difference (a 256
+// MiB matrix on huge pages, 896 columns, 4864 for the 256-wide blocks; zero weights). Each turn
+// times kernels::StreamSum over the buffer and then the GEMV over it in chunks of about 1 MiB, as
+// a decode pass hands them out; `ratio` is the median over the turns of the GEMV's GB/s over the
+// probe loop's (quartiles q1, q3).
+void BM_GemvOneCore(benchmark::State& state, GgmlType type) {
+  const auto* table = kernels::internal::GetKernelTable(Isa::kAvx512);
+  if (table == nullptr) return state.SkipWithError("ISA not available");
+  kernels::SetFastDot(true);
+  const std::int64_t cols = gguf::GetTypeInfo(type).block_size == 256 ? 4864 : 896;
+  const std::size_t row_bytes = gguf::RowBytes(type, cols);
+  const auto rows = static_cast<std::int64_t>((std::size_t{256} << 20) / row_bytes);
+  const std::size_t matrix_bytes = row_bytes * static_cast<std::size_t>(rows);
+  const std::size_t probe_bytes = matrix_bytes / 256 * 256;  // StreamSum's step
+  const std::int64_t chunk_rows =
+      std::max<std::int64_t>(16, static_cast<std::int64_t>((std::size_t{1} << 20) / row_bytes) / 16 * 16);
+  core::PageBuffer buf(matrix_bytes);
+  buf.Prefault();
+  const std::vector<float> x = RandomFloats(static_cast<std::size_t>(cols), 1);
+  std::vector<float> y(static_cast<std::size_t>(rows));
+  std::vector<double> ratios;
+  double probe_s = 0, gemv_s = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(
+        kernels::StreamSum(reinterpret_cast<const float*>(buf.data()), probe_bytes / sizeof(float)));
+    const auto t1 = std::chrono::steady_clock::now();
+    for (std::int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {  // the engine's chunks
+      kernels::internal::MatVecWith(*table, type, buf.data() + r0 * row_bytes,
+                                    std::min(chunk_rows, rows - r0), cols, x.data(),
+                                    y.data() + r0, nullptr);
+    }
+    const auto t2 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(y.data());
+    const double dp = std::chrono::duration<double>(t1 - t0).count();
+    const double dg = std::chrono::duration<double>(t2 - t1).count();
+    probe_s += dp;
+    gemv_s += dg;
+    ratios.push_back((static_cast<double>(matrix_bytes) / dg) / (static_cast<double>(probe_bytes) / dp));
+  }
+  kernels::SetFastDot(false);
+  const auto turns = static_cast<double>(ratios.size());
+  state.counters["probe_GB/s"] = static_cast<double>(probe_bytes) * turns / probe_s / 1e9;
+  state.counters["gemv_GB/s"] = static_cast<double>(matrix_bytes) * turns / gemv_s / 1e9;
+  SetRatioCounters(state, ratios);
+}
+
 const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
 
 [[maybe_unused]] const bool kMatmulRegistered = [] {
@@ -379,6 +428,11 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
         ->ArgName("mode")
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
+  }
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
+                        GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    AsPaired(benchmark::RegisterBenchmark(("BM_GemvOneCore/" + std::string(TypeName(type))).c_str(),
+                                          BM_GemvOneCore, type));
   }
 #if defined(SMARTGEN_BENCH_OPENBLAS)
   for (int threads : {1, 2}) {

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "core/page_buffer.h"
 #include "core/thread_pool.h"
 #include "kernels/elementwise.h"
+#include "kernels/row_streams.h"
 #include "kernels/matmul.h"
 #include "kernels/team_pass.h"
 
@@ -252,6 +254,39 @@ void BM_DecodeTeamPassesLayout(benchmark::State& state, const StepShape& shape, 
   SetRatioCounters(state, ratios);
 }
 
+// The step with its GEMVs reading every chunk as one stream, as two streams (row_streams.h) from
+// the smallest chunks up, and as two streams from kernels::internal::kMinTwoStreamBytes up (the
+// default), one step of each per turn, starting one further along each turn: counters two_all and
+// two_default are the medians over the turns of those orders' tokens/s over one stream's.
+void BM_RowStreams(benchmark::State& state, const StepShape& shape, GgmlType type) {
+  kernels::SetFastDot(true);
+  const ModelWeights m = MakeModelWeights(shape, type);
+  core::ThreadPool pool(2);
+  TeamPasses step(shape, m, &pool);
+  constexpr std::size_t kMinBytes[] = {SIZE_MAX, 0, kernels::internal::kMinTwoStreamBytes};
+  std::vector<double> all, by_default;
+  std::size_t turn = 0;
+  for (auto _ : state) {
+    double seconds[3];
+    for (std::size_t j = 0; j < 3; ++j) {
+      const std::size_t i = (turn + j) % 3;
+      kernels::internal::SetMinTwoStreamBytes(kMinBytes[i]);
+      const auto t0 = std::chrono::steady_clock::now();
+      step.Run();
+      seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    all.push_back(seconds[0] / seconds[1]);
+    by_default.push_back(seconds[0] / seconds[2]);
+    ++turn;
+  }
+  kernels::internal::SetMinTwoStreamBytes(kernels::internal::kMinTwoStreamBytes);
+  kernels::SetFastDot(false);
+  std::sort(all.begin(), all.end());
+  std::sort(by_default.begin(), by_default.end());
+  state.counters["two_all"] = all[all.size() / 2];
+  state.counters["two_default"] = by_default[by_default.size() / 2];
+}
+
 [[maybe_unused]] const bool kTeamPassesRegistered = [] {
   for (const StepShape* shape : {&kSmolLm2, &kQwen05}) {
     for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
@@ -267,6 +302,12 @@ void BM_DecodeTeamPassesLayout(benchmark::State& state, const StepShape& shape, 
       const std::string name =
           std::string("BM_DecodeTeamPassesLayout/") + shape->name + "/" + TypeName(type);
       AsPaired(benchmark::RegisterBenchmark(name.c_str(), BM_DecodeTeamPassesLayout, *shape, type));
+    }
+  }
+  for (const StepShape* shape : {&kSmolLm2, &kQwen05}) {
+    for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+      const std::string name = std::string("BM_RowStreams/") + shape->name + "/" + TypeName(type);
+      AsPaired(benchmark::RegisterBenchmark(name.c_str(), BM_RowStreams, *shape, type));
     }
   }
   AsPaired(benchmark::RegisterBenchmark("BM_DecodeTeamPassesPair/f16/bf16", BM_DecodeTeamPassesPair,

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kernels/kernel_table.h"
+#include "kernels/row_streams.h"
 
 namespace smartgen::kernels::internal::avx512vnni {
 namespace {
@@ -26,9 +27,10 @@ float HalfAt(const std::byte* p) {
   return _cvtsh_ss(h);
 }
 
-// The bytes a row-sequential stream reads kGemvPrefetchBytes from now, into every cache level.
+// The bytes one of a GEMV's two row streams (row_streams.h) reads kTwoStreamPrefetchBytes from
+// now, into every cache level.
 void Prefetch(const std::byte* blk, int bytes) {
-  for (int off = 0; off < bytes; off += 64) __builtin_prefetch(blk + kGemvPrefetchBytes + off, 0, 3);
+  for (int off = 0; off < bytes; off += 64) __builtin_prefetch(blk + kTwoStreamPrefetchBytes + off, 0, 3);
 }
 
 // The 8 six-bit scales and 8 mins of a Q4_K block (scales at p, 12 bytes; 16 are read) as bytes
@@ -146,14 +148,16 @@ void MatVecQ4_K(const void* w, std::size_t row_bytes, std::int64_t cols, const A
                 std::int64_t r0, std::int64_t r1) {
   const std::int64_t nsb = cols / kQK;
   const auto* base = static_cast<const std::byte*>(w);
-  for (std::int64_t r = r0; r < r1; ++r) RowsQ4K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r);
+  ForEachRowTwoStreams(r0, r1, row_bytes,
+                       [&](std::int64_t r) { RowsQ4K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r); });
 }
 
 void MatVecQ6_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
                 std::int64_t r0, std::int64_t r1) {
   const std::int64_t nsb = cols / kQK;
   const auto* base = static_cast<const std::byte*>(w);
-  for (std::int64_t r = r0; r < r1; ++r) RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r);
+  ForEachRowTwoStreams(r0, r1, row_bytes,
+                       [&](std::int64_t r) { RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r); });
 }
 
 }  // namespace smartgen::kernels::internal::avx512vnni

@@ -63,6 +63,9 @@ void Product(MatVecFn vec, MatMulFn mul, MatVecActFn vec_act, const ActQ8* act, 
     for (std::int64_t t = 0; t < nt; t += kPanelTokens) {
       mul_act(wr, row_bytes, cols, panel[t / kPanelTokens], out + t * ldo, ldo, 0, r1 - r0);
     }
+  } else if (vec_act != nullptr && nt == 1) {
+    // One token: the whole range in one call, which reads it as two streams (row_streams.h).
+    vec_act(wr, row_bytes, cols, act[0], out, 0, r1 - r0);
   } else if (vec_act != nullptr) {
     // Tokens act[0..nt), kActRows rows at a time, so each block of weight rows is read from
     // memory once and from cache by the other tokens.

@@ -1,0 +1,59 @@
+// The order in which a decode GEMV (one token) reads the rows of its chunk: as two sequential
+// streams, a group of rows of the chunk's first half and then one of its second half, in turn,
+// instead of one stream front to back. The weights are read once either way and every row's dot
+// is the same, so results do not change; only the memory access pattern does.
+//
+// Why: one core's read rate from memory is bound by how many lines it has in flight, and a GEMV
+// that spends a conversion and an FMA per 32 bytes keeps fewer of them in flight through one
+// stream than a plain streaming read does (0.83-0.95 of it on one core of the AMD EPYC Zen 5 VM,
+// bench_kernels' BM_GemvOneCore). Two streams a few KiB apart each keep their own hardware
+// prefetch running, and with the software prefetch kTwoStreamPrefetchBytes ahead in each, one
+// core's F16 and Q8_0 GEMVs read 1.0-1.1x the plain read's rate there (docs/RESULTS.md, issue 14).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace smartgen::kernels::internal {
+
+// Bytes of one stream read before the GEMV turns to the other (whole rows, at least one).
+inline constexpr std::size_t kStreamGroupBytes = std::size_t{5} << 10;
+// How far ahead each of the two streams prefetches.
+inline constexpr std::size_t kTwoStreamPrefetchBytes = 4096;
+// A range of fewer bytes is read as one stream (by default: SetMinTwoStreamBytes).
+inline constexpr std::size_t kMinTwoStreamBytes = std::size_t{128} << 10;
+
+namespace detail {
+inline std::atomic<std::size_t> min_two_stream_bytes{kMinTwoStreamBytes};
+}  // namespace detail
+// The smallest range read as two streams: kMinTwoStreamBytes unless changed, SIZE_MAX for one
+// stream everywhere. For benchmarks that compare the orders in one process (bench_kernels'
+// BM_RowStreams); not while a GEMV runs.
+inline void SetMinTwoStreamBytes(std::size_t bytes) {
+  detail::min_two_stream_bytes.store(bytes, std::memory_order_relaxed);
+}
+
+// Calls row(r) once for every r in [r0, r1) (rows of row_bytes bytes), in two-stream order; a
+// range shorter than two groups or than SetMinTwoStreamBytes' bytes goes front to back.
+template <typename Row>
+inline void ForEachRowTwoStreams(std::int64_t r0, std::int64_t r1, std::size_t row_bytes, Row&& row) {
+  const auto group = static_cast<std::int64_t>(
+      std::max<std::size_t>(1, (kStreamGroupBytes + row_bytes / 2) / std::max<std::size_t>(row_bytes, 1)));
+  const std::size_t min_bytes = detail::min_two_stream_bytes.load(std::memory_order_relaxed);
+  if (r1 - r0 < 2 * group || static_cast<std::size_t>(r1 - r0) * row_bytes < min_bytes) {
+    for (std::int64_t r = r0; r < r1; ++r) row(r);
+    return;
+  }
+  const std::int64_t mid = r0 + (r1 - r0) / 2;  // the second stream's first row
+  std::int64_t a = r0, b = mid;
+  for (; a + group <= mid; a += group, b += group) {
+    for (std::int64_t i = 0; i < group; ++i) row(a + i);
+    for (std::int64_t i = 0; i < group; ++i) row(b + i);
+  }
+  for (; a < mid; ++a) row(a);
+  for (; b < r1; ++b) row(b);
+}
+
+}  // namespace smartgen::kernels::internal
