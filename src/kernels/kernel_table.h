@@ -149,18 +149,18 @@ using MatVecActSig = void(const void* w, std::size_t row_bytes, std::int64_t col
                           float* y, std::int64_t r0, std::int64_t r1);
 using MatVecActFn = MatVecActSig*;
 
-// How far ahead the AVX512-BF16 GEMV (one sequential stream per thread) prefetches its weights,
-// in bytes of that stream, whatever the row length. On an AMD EPYC Zen 5 (weights then mapped
-// from the page cache) 8 KiB decoded 1-6 % faster than 2 KiB and the 12 rows (4-60 KiB) the
-// quantized kernels prefetched then, 4 or 16 KiB no better (docs/RESULTS.md, issue 14). The
-// integer-dot and F16 GEMVs now read two streams (row_streams.h), F32 kPlainGemvPrefetchBytes.
+// How far ahead a GEMV that reads its rows as one sequential stream per thread prefetches its
+// weights (AVX512-BF16's, and the F16 and integer-dot ones in chunks too small for two streams:
+// row_streams.h), in bytes of that stream, whatever the row length. On an AMD EPYC Zen 5
+// (weights then mapped from the page cache) 8 KiB decoded 1-6 % faster than 2 KiB and the 12
+// rows (4-60 KiB) the quantized kernels prefetched then, 4 or 16 KiB no better (docs/RESULTS.md,
+// issue 14). F32 prefetches kPlainGemvPrefetchBytes.
 inline constexpr std::size_t kGemvPrefetchBytes = 8192;
 // The F32 GEMV (and BF16 without AVX-512 BF16: DotRowSeq) prefetches only this far ahead. With
 // the weights on huge pages the hardware prefetcher streams them, and a software prefetch 8 KiB
 // ahead costs it: on an AMD EPYC Zen 5, tg128 with 256 B against 8 KiB was 1.10-1.23x (F32),
 // SmolLM2-135M F32 1.0-1.14x; 128 B the same as 256, 512 B 0.86x of it (docs/RESULTS.md, issue
-// 14). The single-token integer-dot GEMVs and F16's read their rows as two streams, each
-// prefetching kTwoStreamPrefetchBytes ahead (row_streams.h); AVX512-BF16's keeps kGemvPrefetchBytes.
+// 14).
 inline constexpr std::size_t kPlainGemvPrefetchBytes = 256;
 
 // The activations of up to kPanelTokens tokens of a decode batch for the batched integer-dot

@@ -31,8 +31,8 @@ constexpr int kQ4BlockBytes = 18;   // f16 scale + 16 bytes of nibbles
 constexpr int kQ5BlockBytes = 22;   // f16 scale + 32 high bits + 16 bytes of nibbles
 // A GEMV reads its rows one after another (one sequential stream per thread: on an AMD EPYC
 // Zen 5 Qwen2.5-0.5B decoded 1.1-1.15x faster so than with 8 rows interleaved, Q4_0 1.15x; see
-// matmul_simd-inl.h), prefetching what it reads kTwoStreamPrefetchBytes later into every cache level, its rows
-// read as two streams (row_streams.h).
+// matmul_simd-inl.h), prefetching what it reads StreamPrefetchBytes later into every cache level, its rows
+// read as two streams where the chunk is big enough (row_streams.h).
 
 float HalfAt(const std::byte* p) {
   std::uint16_t h;
@@ -106,12 +106,12 @@ inline __m512i PairDotQ8(const std::byte* bp, const PairActQ8& a) {
 // One Q8_0 row over prepared pairs: per 4 blocks (136 bytes) two pair dots, their scales from two
 // loads; then a last pair (SmolLM2-135M's 576 columns: 18 blocks) and a last block.
 float RowQ8(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const ActQ8& x,
-            const PairActQ8* pairs) {
+            const PairActQ8* pairs, std::size_t ahead) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   const std::byte* const whole_end = w + nb / 4 * 4 * kQ8BlockBytes;
   const PairActQ8* a = pairs;
   for (const std::byte* blk = w; blk != whole_end; blk += 4 * kQ8BlockBytes, a += 2) {
-    for (int off = 0; off < 4 * kQ8BlockBytes; off += 64) __builtin_prefetch(blk + kTwoStreamPrefetchBytes + off, 0, 3);
+    for (int off = 0; off < 4 * kQ8BlockBytes; off += 64) __builtin_prefetch(blk + ahead + off, 0, 3);
     __m512 s[2];
     GroupScalesQ8(blk, &s[0], &s[1]);
     const __m512i dot0 = PairDotQ8(blk, a[0]);
@@ -245,13 +245,13 @@ inline __m512 GroupDot(const std::byte* blk, int n, const GroupAct& g, __m512 ac
 
 // One row over prepared groups: the whole groups, then the part group if the row has one.
 template <bool kFive>
-float RowQ4(const std::byte* w, std::int64_t nb, const GroupAct* groups) {
+float RowQ4(const std::byte* w, std::int64_t nb, const GroupAct* groups, std::size_t ahead) {
   constexpr int kGroupBytes = 4 * (kFive ? kQ5BlockBytes : kQ4BlockBytes);
   __m512 acc = _mm512_setzero_ps();
   const std::byte* const whole_end = w + nb / 4 * kGroupBytes;
   const GroupAct* g = groups;
   for (const std::byte* blk = w; blk != whole_end; blk += kGroupBytes, ++g) {
-    for (int off = 0; off < kGroupBytes; off += 64) __builtin_prefetch(blk + kTwoStreamPrefetchBytes + off, 0, 3);
+    for (int off = 0; off < kGroupBytes; off += 64) __builtin_prefetch(blk + ahead + off, 0, 3);
     acc = GroupDot<kFive, false>(blk, 4, *g, acc);
   }
   if (nb % 4 != 0) acc = GroupDot<kFive, true>(whole_end, static_cast<int>(nb % 4), *g, acc);
@@ -283,8 +283,9 @@ void MatVecQ4(const void* w, std::size_t row_bytes, std::int64_t cols, const Act
   const std::int64_t nb = cols / kBlock;
   const GroupAct* groups = PrepareGroups<kFive>(x, nb);
   const auto* base = static_cast<const std::byte*>(w);
+  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes,
-                       [&](std::int64_t r) { y[r] = RowQ4<kFive>(base + r * row_bytes, nb, groups); });
+                       [&](std::int64_t r) { y[r] = RowQ4<kFive>(base + r * row_bytes, nb, groups, ahead); });
 }
 
 }  // namespace
@@ -314,8 +315,9 @@ void MatVecQ8_0(const void* w, std::size_t row_bytes, std::int64_t cols, const A
   const std::int64_t nb = cols / kBlock;
   const auto* base = static_cast<const std::byte*>(w);
   const PairActQ8* pairs = PreparePairsQ8(x, nb / 2);
+  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
-    y[r] = RowQ8(base + r * row_bytes, row_bytes, nb, x, pairs);
+    y[r] = RowQ8(base + r * row_bytes, row_bytes, nb, x, pairs, ahead);
   });
 }
 
@@ -335,13 +337,14 @@ void MatVecQ5_0Groups(const void* w, std::size_t row_bytes, std::int64_t cols, c
   const std::int64_t nb = cols / kBlock;
   const GroupAct* groups = PrepareGroups<true>(x, nb);
   const auto* base = static_cast<const std::byte*>(w);
+  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
     const std::byte* row = base + r * row_bytes;
     __m512 acc = _mm512_setzero_ps();
     const std::byte* const whole_end = row + nb / 4 * kGroupBytes;
     const GroupAct* g = groups;
     for (const std::byte* blk = row; blk != whole_end; blk += kGroupBytes, ++g) {
-      for (int off = 0; off < kGroupBytes; off += 64) __builtin_prefetch(blk + kTwoStreamPrefetchBytes + off, 0, 3);
+      for (int off = 0; off < kGroupBytes; off += 64) __builtin_prefetch(blk + ahead + off, 0, 3);
       acc = GroupDotGrouped(blk, *g, acc);
     }
     // The part group stays in the file's layout.

@@ -27,10 +27,10 @@ float HalfAt(const std::byte* p) {
   return _cvtsh_ss(h);
 }
 
-// The bytes one of a GEMV's two row streams (row_streams.h) reads kTwoStreamPrefetchBytes from
-// now, into every cache level.
-void Prefetch(const std::byte* blk, int bytes) {
-  for (int off = 0; off < bytes; off += 64) __builtin_prefetch(blk + kTwoStreamPrefetchBytes + off, 0, 3);
+// The bytes a GEMV's row stream reads `ahead` bytes from now (StreamPrefetchBytes), into every
+// cache level.
+void Prefetch(const std::byte* blk, int bytes, std::size_t ahead) {
+  for (int off = 0; off < bytes; off += 64) __builtin_prefetch(blk + ahead + off, 0, 3);
 }
 
 // The 8 six-bit scales and 8 mins of a Q4_K block (scales at p, 12 bytes; 16 are read) as bytes
@@ -47,7 +47,8 @@ __m128i ScalesMinsQ4K(const std::byte* p) {
 }
 
 template <int R>
-void RowsQ4K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x, float* y) {
+void RowsQ4K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x, float* y,
+             std::size_t ahead) {
   const __m512i zero = _mm512_setzero_si512(), low4 = _mm512_set1_epi8(0x0F);
   // Lanes 0-7 of a dot of 64 weights (group g) are sub-block 2g, lanes 8-15 sub-block 2g + 1.
   __m512i pick[4];
@@ -65,7 +66,7 @@ void RowsQ4K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
     for (int g = 0; g < 4; ++g) xq[g] = _mm512_loadu_si512(x.q + b * kQK + 64 * g);
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * kQ4KBytes;
-      Prefetch(blk, kQ4KBytes);
+      Prefetch(blk, kQ4KBytes, ahead);
       // Lanes 0-7: (d sc_j) d_x_j; lanes 8-15: (dmin m_j) xsum_j.
       const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(HalfAt(blk)), _mm256_set1_ps(HalfAt(blk + 2)), 1);
       const __m512 f = _mm512_mul_ps(
@@ -89,7 +90,8 @@ void RowsQ4K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
 }
 
 template <int R>
-void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x, float* y) {
+void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x, float* y,
+             std::size_t ahead) {
   const __m512i zero = _mm512_setzero_si512(), low4 = _mm512_set1_epi8(0x0F);
   const __m512i bits45 = _mm512_set1_epi8(0x30), off32 = _mm512_set1_epi8(32);
   // Sub-block (of 16) j's scale for activation block j / 2; a dot of elements [64 v, 64 v + 64)
@@ -114,7 +116,7 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
     }
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * kQ6KBytes;
-      Prefetch(blk, kQ6KBytes);
+      Prefetch(blk, kQ6KBytes, ahead);
       const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
       const __m512 s = _mm512_mul_ps(
           _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)), _mm512_set1_ps(HalfAt(blk + 208))), dx);
@@ -148,16 +150,18 @@ void MatVecQ4_K(const void* w, std::size_t row_bytes, std::int64_t cols, const A
                 std::int64_t r0, std::int64_t r1) {
   const std::int64_t nsb = cols / kQK;
   const auto* base = static_cast<const std::byte*>(w);
+  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes,
-                       [&](std::int64_t r) { RowsQ4K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r); });
+                       [&](std::int64_t r) { RowsQ4K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r, ahead); });
 }
 
 void MatVecQ6_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
                 std::int64_t r0, std::int64_t r1) {
   const std::int64_t nsb = cols / kQK;
   const auto* base = static_cast<const std::byte*>(w);
+  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes,
-                       [&](std::int64_t r) { RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r); });
+                       [&](std::int64_t r) { RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r, ahead); });
 }
 
 }  // namespace smartgen::kernels::internal::avx512vnni

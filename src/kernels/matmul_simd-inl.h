@@ -70,7 +70,7 @@ struct KindF32 {
 };
 struct KindF16 {
   static constexpr int kBytes = 2;  // per element (Q8_0: per int8, ignoring scales)
-  static constexpr std::size_t kSeqPrefetchBytes = kTwoStreamPrefetchBytes;
+  static constexpr std::size_t kSeqPrefetchBytes = kGemvPrefetchBytes;  // one stream
   static V Load(const std::byte* row, std::int64_t k) {
     return S::LoadF16(reinterpret_cast<const std::uint16_t*>(row) + k);
   }
@@ -196,18 +196,18 @@ void RowDots(const std::byte* w, std::size_t row_bytes, std::int64_t cols, const
 constexpr int kVecRows = 8;
 
 // A plain type's GEMV reads its rows one after another: one sequential stream per thread (F16:
-// two, row_streams.h), which the hardware prefetcher follows, with a software prefetch
-// Kind::kSeqPrefetchBytes ahead of it. On an
+// two, row_streams.h), which the hardware prefetcher follows, with a software prefetch `ahead`
+// bytes ahead of it (Kind::kSeqPrefetchBytes in one stream). On an
 // AMD EPYC Zen 5 this decoded the Qwen2.5-0.5B shape 1.2-1.3x (F16) and 1.15-1.2x (F32) faster
 // than kVecRows interleaved rows sharing each x load (docs/RESULTS.md, issue 14): the rows of a
 // decode GEMV are 1-20 KiB, so the interleaved kernel keeps 8 streams a row apart in flight.
 template <typename Kind>
-float DotRowSeq(const std::byte* w, std::int64_t cols, const float* x) {
+float DotRowSeq(const std::byte* w, std::int64_t cols, const float* x, std::size_t ahead) {
   constexpr int kStepBytes = 4 * L * Kind::kBytes;
   V a0 = S::Zero(), a1 = S::Zero(), a2 = S::Zero(), a3 = S::Zero();
   std::int64_t k = 0;
   for (; k + 4 * L <= cols; k += 4 * L) {
-    const std::byte* p = w + k * Kind::kBytes + Kind::kSeqPrefetchBytes;
+    const std::byte* p = w + k * Kind::kBytes + ahead;
     for (int off = 0; off < kStepBytes; off += 64) __builtin_prefetch(p + off, 0, 3);
     a0 = S::Fma(Kind::Load(w, k), S::Load(x + k), a0);
     a1 = S::Fma(Kind::Load(w, k + L), S::Load(x + k + L), a1);
@@ -226,11 +226,15 @@ void MatVecKind(const void* w, std::size_t row_bytes, std::int64_t cols, const f
   const auto* base = static_cast<const std::byte*>(w);
   if constexpr (std::is_same_v<Kind, KindF32> || std::is_same_v<Kind, KindF16> ||
                 std::is_same_v<Kind, KindBF16>) {
-    const auto row = [&](std::int64_t r) { y[r] = DotRowSeq<Kind>(base + r * row_bytes, cols, x); };
     if constexpr (std::is_same_v<Kind, KindF16>) {
-      ForEachRowTwoStreams(r0, r1, row_bytes, row);  // F32 read 0.95-0.97x as fast that way
-    } else {
-      for (std::int64_t r = r0; r < r1; ++r) row(r);
+      const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
+      ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
+        y[r] = DotRowSeq<Kind>(base + r * row_bytes, cols, x, ahead);
+      });
+    } else {  // F32 read 0.95-0.97x as fast as two streams
+      for (std::int64_t r = r0; r < r1; ++r) {
+        y[r] = DotRowSeq<Kind>(base + r * row_bytes, cols, x, Kind::kSeqPrefetchBytes);
+      }
     }
     return;
   }

@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/kernel_table.h"
+
 namespace smartgen::kernels::internal {
 
 // Bytes of one stream read before the GEMV turns to the other (whole rows, at least one).
@@ -35,17 +37,36 @@ inline void SetMinTwoStreamBytes(std::size_t bytes) {
   detail::min_two_stream_bytes.store(bytes, std::memory_order_relaxed);
 }
 
-// Calls row(r) once for every r in [r0, r1) (rows of row_bytes bytes), in two-stream order; a
-// range shorter than two groups or than SetMinTwoStreamBytes' bytes goes front to back.
+// Rows of row_bytes bytes per group of a stream (at least one).
+inline std::int64_t StreamGroupRows(std::size_t row_bytes) {
+  return static_cast<std::int64_t>(
+      std::max<std::size_t>(1, (kStreamGroupBytes + row_bytes / 2) / std::max<std::size_t>(row_bytes, 1)));
+}
+
+// Whether ForEachRowTwoStreams reads `rows` rows of row_bytes bytes as two streams: not when
+// they are fewer than two groups or than SetMinTwoStreamBytes' bytes.
+inline bool ReadsTwoStreams(std::int64_t rows, std::size_t row_bytes) {
+  const std::size_t min_bytes = detail::min_two_stream_bytes.load(std::memory_order_relaxed);
+  return rows >= 2 * StreamGroupRows(row_bytes) && static_cast<std::size_t>(rows) * row_bytes >= min_bytes;
+}
+
+// How far ahead a GEMV that reads `rows` rows in ForEachRowTwoStreams' order prefetches:
+// kTwoStreamPrefetchBytes in each of two streams, kGemvPrefetchBytes in one (4 KiB there read
+// SmolLM2-135M's small Q8_0 chunks 0.95x as fast, in a one-process comparison of distances:
+// docs/RESULTS.md, issue 14).
+inline std::size_t StreamPrefetchBytes(std::int64_t rows, std::size_t row_bytes) {
+  return ReadsTwoStreams(rows, row_bytes) ? kTwoStreamPrefetchBytes : kGemvPrefetchBytes;
+}
+
+// Calls row(r) once for every r in [r0, r1) (rows of row_bytes bytes), in two-stream order, or
+// front to back when ReadsTwoStreams(r1 - r0, row_bytes) is false.
 template <typename Row>
 inline void ForEachRowTwoStreams(std::int64_t r0, std::int64_t r1, std::size_t row_bytes, Row&& row) {
-  const auto group = static_cast<std::int64_t>(
-      std::max<std::size_t>(1, (kStreamGroupBytes + row_bytes / 2) / std::max<std::size_t>(row_bytes, 1)));
-  const std::size_t min_bytes = detail::min_two_stream_bytes.load(std::memory_order_relaxed);
-  if (r1 - r0 < 2 * group || static_cast<std::size_t>(r1 - r0) * row_bytes < min_bytes) {
+  if (!ReadsTwoStreams(r1 - r0, row_bytes)) {
     for (std::int64_t r = r0; r < r1; ++r) row(r);
     return;
   }
+  const std::int64_t group = StreamGroupRows(row_bytes);
   const std::int64_t mid = r0 + (r1 - r0) / 2;  // the second stream's first row
   std::int64_t a = r0, b = mid;
   for (; a + group <= mid; a += group, b += group) {
