@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "core/page_buffer.h"
 #include "core/thread_pool.h"
 #include "gguf/ggml_type.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "kernels/q5_0_groups.h"
-#include "core/page_buffer.h"
 #include "kernels/read_bandwidth.h"
 
 #if defined(SMARTGEN_BENCH_OPENBLAS)
@@ -307,8 +307,8 @@ void BM_GemvOneCore(benchmark::State& state, GgmlType type) {
   const auto rows = static_cast<std::int64_t>((std::size_t{256} << 20) / row_bytes);
   const std::size_t matrix_bytes = row_bytes * static_cast<std::size_t>(rows);
   const std::size_t probe_bytes = matrix_bytes / 256 * 256;  // StreamSum's step
-  const std::int64_t chunk_rows =
-      std::max<std::int64_t>(16, static_cast<std::int64_t>((std::size_t{1} << 20) / row_bytes) / 16 * 16);
+  const std::int64_t chunk_rows = std::max<std::int64_t>(
+      16, static_cast<std::int64_t>((std::size_t{1} << 20) / row_bytes) / 16 * 16);
   core::PageBuffer buf(matrix_bytes);
   buf.Prefault();
   const std::vector<float> x = RandomFloats(static_cast<std::size_t>(cols), 1);
@@ -317,13 +317,13 @@ void BM_GemvOneCore(benchmark::State& state, GgmlType type) {
   double probe_s = 0, gemv_s = 0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(
-        kernels::StreamSum(reinterpret_cast<const float*>(buf.data()), probe_bytes / sizeof(float)));
+    benchmark::DoNotOptimize(kernels::StreamSum(reinterpret_cast<const float*>(buf.data()),
+                                                probe_bytes / sizeof(float)));
     const auto t1 = std::chrono::steady_clock::now();
     for (std::int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {  // the engine's chunks
       kernels::internal::MatVecWith(*table, type, buf.data() + r0 * row_bytes,
-                                    std::min(chunk_rows, rows - r0), cols, x.data(),
-                                    y.data() + r0, nullptr);
+                                    std::min(chunk_rows, rows - r0), cols, x.data(), y.data() + r0,
+                                    nullptr);
     }
     const auto t2 = std::chrono::steady_clock::now();
     benchmark::DoNotOptimize(y.data());
@@ -331,7 +331,8 @@ void BM_GemvOneCore(benchmark::State& state, GgmlType type) {
     const double dg = std::chrono::duration<double>(t2 - t1).count();
     probe_s += dp;
     gemv_s += dg;
-    ratios.push_back((static_cast<double>(matrix_bytes) / dg) / (static_cast<double>(probe_bytes) / dp));
+    ratios.push_back((static_cast<double>(matrix_bytes) / dg) /
+                     (static_cast<double>(probe_bytes) / dp));
   }
   kernels::SetFastDot(false);
   const auto turns = static_cast<double>(ratios.size());

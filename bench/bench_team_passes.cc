@@ -25,8 +25,8 @@
 #include "core/page_buffer.h"
 #include "core/thread_pool.h"
 #include "kernels/elementwise.h"
-#include "kernels/row_streams.h"
 #include "kernels/matmul.h"
+#include "kernels/row_streams.h"
 #include "kernels/team_pass.h"
 
 namespace smartgen::bench {

@@ -31,8 +31,8 @@ constexpr int kQ4BlockBytes = 18;   // f16 scale + 16 bytes of nibbles
 constexpr int kQ5BlockBytes = 22;   // f16 scale + 32 high bits + 16 bytes of nibbles
 // A GEMV reads its rows one after another (one sequential stream per thread: on an AMD EPYC
 // Zen 5 Qwen2.5-0.5B decoded 1.1-1.15x faster so than with 8 rows interleaved, Q4_0 1.15x; see
-// matmul_simd-inl.h), prefetching what it reads StreamPrefetchBytes later into every cache level, its rows
-// read as two streams where the chunk is big enough (row_streams.h).
+// matmul_simd-inl.h), prefetching what it reads StreamPrefetchBytes later into every cache level,
+// its rows read as two streams where the chunk is big enough (row_streams.h).
 
 float HalfAt(const std::byte* p) {
   std::uint16_t h;
@@ -111,7 +111,8 @@ float RowQ8(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const Ac
   const std::byte* const whole_end = w + nb / 4 * 4 * kQ8BlockBytes;
   const PairActQ8* a = pairs;
   for (const std::byte* blk = w; blk != whole_end; blk += 4 * kQ8BlockBytes, a += 2) {
-    for (int off = 0; off < 4 * kQ8BlockBytes; off += 64) __builtin_prefetch(blk + ahead + off, 0, 3);
+    for (int off = 0; off < 4 * kQ8BlockBytes; off += 64)
+      __builtin_prefetch(blk + ahead + off, 0, 3);
     __m512 s[2];
     GroupScalesQ8(blk, &s[0], &s[1]);
     const __m512i dot0 = PairDotQ8(blk, a[0]);
@@ -284,8 +285,9 @@ void MatVecQ4(const void* w, std::size_t row_bytes, std::int64_t cols, const Act
   const GroupAct* groups = PrepareGroups<kFive>(x, nb);
   const auto* base = static_cast<const std::byte*>(w);
   const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
-  ForEachRowTwoStreams(r0, r1, row_bytes,
-                       [&](std::int64_t r) { y[r] = RowQ4<kFive>(base + r * row_bytes, nb, groups, ahead); });
+  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
+    y[r] = RowQ4<kFive>(base + r * row_bytes, nb, groups, ahead);
+  });
 }
 
 }  // namespace

@@ -151,8 +151,9 @@ void MatVecQ4_K(const void* w, std::size_t row_bytes, std::int64_t cols, const A
   const std::int64_t nsb = cols / kQK;
   const auto* base = static_cast<const std::byte*>(w);
   const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
-  ForEachRowTwoStreams(r0, r1, row_bytes,
-                       [&](std::int64_t r) { RowsQ4K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r, ahead); });
+  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
+    RowsQ4K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r, ahead);
+  });
 }
 
 void MatVecQ6_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
@@ -160,8 +161,9 @@ void MatVecQ6_K(const void* w, std::size_t row_bytes, std::int64_t cols, const A
   const std::int64_t nsb = cols / kQK;
   const auto* base = static_cast<const std::byte*>(w);
   const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
-  ForEachRowTwoStreams(r0, r1, row_bytes,
-                       [&](std::int64_t r) { RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r, ahead); });
+  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
+    RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r, ahead);
+  });
 }
 
 }  // namespace smartgen::kernels::internal::avx512vnni

@@ -8,7 +8,8 @@
 // stream than a plain streaming read does (0.83-0.95 of it on one core of the AMD EPYC Zen 5 VM,
 // bench_kernels' BM_GemvOneCore). Two streams a few KiB apart each keep their own hardware
 // prefetch running, and with the software prefetch kTwoStreamPrefetchBytes ahead in each, one
-// core's F16 and Q8_0 GEMVs read 1.0-1.1x the plain read's rate there (docs/RESULTS.md, issue 14).
+// core's F16 and Q8_0 GEMVs read 0.93-1.09x the plain read's rate there (docs/RESULTS.md,
+// issue 14).
 #pragma once
 
 #include <algorithm>
@@ -39,15 +40,16 @@ inline void SetMinTwoStreamBytes(std::size_t bytes) {
 
 // Rows of row_bytes bytes per group of a stream (at least one).
 inline std::int64_t StreamGroupRows(std::size_t row_bytes) {
-  return static_cast<std::int64_t>(
-      std::max<std::size_t>(1, (kStreamGroupBytes + row_bytes / 2) / std::max<std::size_t>(row_bytes, 1)));
+  return static_cast<std::int64_t>(std::max<std::size_t>(
+      1, (kStreamGroupBytes + row_bytes / 2) / std::max<std::size_t>(row_bytes, 1)));
 }
 
 // Whether ForEachRowTwoStreams reads `rows` rows of row_bytes bytes as two streams: not when
 // they are fewer than two groups or than SetMinTwoStreamBytes' bytes.
 inline bool ReadsTwoStreams(std::int64_t rows, std::size_t row_bytes) {
   const std::size_t min_bytes = detail::min_two_stream_bytes.load(std::memory_order_relaxed);
-  return rows >= 2 * StreamGroupRows(row_bytes) && static_cast<std::size_t>(rows) * row_bytes >= min_bytes;
+  return rows >= 2 * StreamGroupRows(row_bytes) &&
+         static_cast<std::size_t>(rows) * row_bytes >= min_bytes;
 }
 
 // How far ahead a GEMV that reads `rows` rows in ForEachRowTwoStreams' order prefetches:
@@ -61,7 +63,8 @@ inline std::size_t StreamPrefetchBytes(std::int64_t rows, std::size_t row_bytes)
 // Calls row(r) once for every r in [r0, r1) (rows of row_bytes bytes), in two-stream order, or
 // front to back when ReadsTwoStreams(r1 - r0, row_bytes) is false.
 template <typename Row>
-inline void ForEachRowTwoStreams(std::int64_t r0, std::int64_t r1, std::size_t row_bytes, Row&& row) {
+inline void ForEachRowTwoStreams(std::int64_t r0, std::int64_t r1, std::size_t row_bytes,
+                                 Row&& row) {
   if (!ReadsTwoStreams(r1 - r0, row_bytes)) {
     for (std::int64_t r = r0; r < r1; ++r) row(r);
     return;

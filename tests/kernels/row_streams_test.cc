@@ -3,17 +3,18 @@
 // range too short for two groups or under the minimum size front to back; and the decode GEMVs
 // that read two streams give the same values bit for bit as when they read one (matmul_test and
 // fast_dot_test check the values against the scalar twins).
+#include "kernels/row_streams.h"
+
+#include <gtest/gtest.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "kernel_test_util.h"
 #include "kernels/matmul.h"
-#include "kernels/row_streams.h"
 
 namespace smartgen::kernels::internal {
 namespace {
@@ -76,7 +77,7 @@ TEST(RowStreamsTest, RangesUnderTheMinimumGoFrontToBack) {
   for (std::int64_t r = 0; r < 73; ++r) front_to_back[static_cast<std::size_t>(r)] = r;
   EXPECT_EQ(Order(0, 73, 1792), front_to_back);
   const std::vector<std::int64_t> two = Order(0, 74, 1792);
-  EXPECT_EQ(two[3], 37);  // the second stream's first row follows the first group
+  EXPECT_EQ(two[3], 37);           // the second stream's first row follows the first group
   SetMinTwoStreamBytes(SIZE_MAX);  // one stream everywhere
   std::vector<std::int64_t> all(1000);
   for (std::int64_t r = 0; r < 1000; ++r) all[static_cast<std::size_t>(r)] = r;
@@ -89,10 +90,12 @@ TEST(RowStreamsTest, RangesUnderTheMinimumGoFrontToBack) {
 // whichever order the rows are read in.
 TEST(RowStreamsTest, GemvsGiveTheSameBitsInEitherOrder) {
   std::mt19937 rng(7);
-  for (const gguf::GgmlType type : {gguf::GgmlType::kF16, gguf::GgmlType::kQ8_0, gguf::GgmlType::kQ4_0,
-                                    gguf::GgmlType::kQ5_0, gguf::GgmlType::kQ4_K, gguf::GgmlType::kQ6_K}) {
+  for (const gguf::GgmlType type :
+       {gguf::GgmlType::kF16, gguf::GgmlType::kQ8_0, gguf::GgmlType::kQ4_0, gguf::GgmlType::kQ5_0,
+        gguf::GgmlType::kQ4_K, gguf::GgmlType::kQ6_K}) {
     const std::int64_t cols = gguf::GetTypeInfo(type).block_size == 256 ? 512 : 896;
-    const std::int64_t rows = 2 * static_cast<std::int64_t>(kMinTwoStreamBytes / gguf::RowBytes(type, cols)) + 37;
+    const std::int64_t rows =
+        2 * static_cast<std::int64_t>(kMinTwoStreamBytes / gguf::RowBytes(type, cols)) + 37;
     const testing::Weights w = testing::MakeWeights(rng, type, rows, cols);
     const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(cols));
     for (const bool fast : {false, true}) {
@@ -100,12 +103,15 @@ TEST(RowStreamsTest, GemvsGiveTheSameBitsInEitherOrder) {
       for (const KernelTable* table : testing::AvailableTables()) {
         std::vector<float> one(static_cast<std::size_t>(rows)), two(one.size());
         SetMinTwoStreamBytes(SIZE_MAX);
-        ASSERT_TRUE(MatVecWith(*table, type, w.bytes.data(), rows, cols, x.data(), one.data(), nullptr));
+        ASSERT_TRUE(
+            MatVecWith(*table, type, w.bytes.data(), rows, cols, x.data(), one.data(), nullptr));
         SetMinTwoStreamBytes(kMinTwoStreamBytes);
-        ASSERT_TRUE(MatVecWith(*table, type, w.bytes.data(), rows, cols, x.data(), two.data(), nullptr));
+        ASSERT_TRUE(
+            MatVecWith(*table, type, w.bytes.data(), rows, cols, x.data(), two.data(), nullptr));
         for (std::size_t r = 0; r < one.size(); ++r) {
           ASSERT_EQ(std::memcmp(&one[r], &two[r], sizeof(float)), 0)
-              << gguf::GetTypeInfo(type).name << " " << IsaName(table->isa) << " fast " << fast << " row " << r;
+              << gguf::GetTypeInfo(type).name << " " << IsaName(table->isa) << " fast " << fast
+              << " row " << r;
         }
       }
     }
