@@ -11,7 +11,8 @@
 //     --benchmark_repetitions=5
 // layers_GB/s and head_GB/s split the step: the layers' chained passes, the output head's job.
 // BM_DecodeTeamPassesPair runs two types' steps in turn, to compare kernels through the swings;
-// BM_DecodeTeamPassesLayout the step with its gate/up pass laid out two ways in turn (below).
+// BM_DecodeTeamPassesLayout the step with its gate/up pass laid out two ways in turn (below);
+// BM_GroupedWeights the step on regrouped Q5_0 weights and on the file's layout in turn.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "core/thread_pool.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
+#include "kernels/q5_0_groups.h"
 #include "kernels/row_streams.h"
 #include "kernels/team_pass.h"
 
@@ -59,7 +61,9 @@ struct ModelWeights {
   std::size_t bytes = 0;
 };
 
-ModelWeights MakeModelWeights(const StepShape& shape, GgmlType type) {
+// regroup: Q5_0 matrices regrouped for the VNNI GEMV, as a model loaded into huge pages has them
+// (q5_0_groups.h).
+ModelWeights MakeModelWeights(const StepShape& shape, GgmlType type, bool regroup = false) {
   const std::int64_t e = shape.embd, kv = shape.kv_dim, f = shape.ffn;
   const MatShape layer_mats[] = {{"q", e, e},    {"k", kv, e}, {"v", kv, e}, {"o", e, e},
                                  {"gate", f, e}, {"up", f, e}, {"down", e, f}};
@@ -73,8 +77,13 @@ ModelWeights MakeModelWeights(const StepShape& shape, GgmlType type) {
   m.buffer = core::PageBuffer(m.bytes);
   std::size_t at = 0, i = 0;
   const auto place = [&](std::int64_t rows, std::int64_t cols) {
-    std::memcpy(m.buffer.data() + at, mats[i].data(), mats[i].size());
-    const WeightView view{type, m.buffer.data() + at, rows, cols};
+    std::byte* data = m.buffer.data() + at;
+    std::memcpy(data, mats[i].data(), mats[i].size());
+    WeightView view{type, data, rows, cols};
+    if (regroup && type == GgmlType::kQ5_0) {
+      kernels::GroupQ5_0Rows(data, rows, cols);
+      view.layout = kernels::WeightLayout::kQ5_0Groups;
+    }
     at += mats[i++].size();
     return view;
   };
@@ -241,6 +250,26 @@ void BM_DecodeTeamPassesPair(benchmark::State& state, GgmlType a, GgmlType b) {
   SetRatioCounters(state, ratios);
 }
 
+// The step on regrouped Q5_0 weights and on the file's layout, in turns (the VNNI GEMV on either
+// layout): `ratio` is the median over the turns of the regrouped step's tokens/s over the file
+// layout's; grouped_GB/s and file_GB/s each one's weight stream.
+void BM_GroupedWeights(benchmark::State& state, const StepShape& shape) {
+  kernels::SetFastDot(true);
+  const ModelWeights file = MakeModelWeights(shape, GgmlType::kQ5_0);
+  const ModelWeights grouped = MakeModelWeights(shape, GgmlType::kQ5_0, /*regroup=*/true);
+  core::ThreadPool pool(2);
+  TeamPasses step_file(shape, file, &pool), step_grouped(shape, grouped, &pool);
+  double seconds_grouped = 0, seconds_file = 0;
+  const std::vector<double> ratios =
+      RunInTurns(state, step_grouped, step_file, &seconds_grouped, &seconds_file);
+  kernels::SetFastDot(false);
+  const auto turns = static_cast<double>(ratios.size());
+  state.counters["grouped_GB/s"] =
+      static_cast<double>(grouped.bytes) * turns / seconds_grouped / 1e9;
+  state.counters["file_GB/s"] = static_cast<double>(file.bytes) * turns / seconds_file / 1e9;
+  SetRatioCounters(state, ratios);
+}
+
 // The step with either gate/up layout, in turns on the same weights: `ratio` is the median over
 // the turns of the plain layout's tokens/s over the gated one's.
 void BM_DecodeTeamPassesLayout(benchmark::State& state, const StepShape& shape, GgmlType type) {
@@ -309,6 +338,10 @@ void BM_RowStreams(benchmark::State& state, const StepShape& shape, GgmlType typ
       const std::string name = std::string("BM_RowStreams/") + shape->name + "/" + TypeName(type);
       AsPaired(benchmark::RegisterBenchmark(name.c_str(), BM_RowStreams, *shape, type));
     }
+  }
+  for (const StepShape* shape : {&kSmolLm2, &kQwen05}) {
+    const std::string name = std::string("BM_GroupedWeights/") + shape->name + "/q5_0";
+    AsPaired(benchmark::RegisterBenchmark(name.c_str(), BM_GroupedWeights, *shape));
   }
   AsPaired(benchmark::RegisterBenchmark("BM_DecodeTeamPassesPair/f16/bf16", BM_DecodeTeamPassesPair,
                                         GgmlType::kF16, GgmlType::kBF16));
