@@ -278,6 +278,28 @@ inline __m512 GroupDotGrouped(const std::byte* blk, const GroupAct& g, __m512 ac
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, g.dx), acc);
 }
 
+// acc += a grouped row's part group of n (1-3) blocks (q5_0_groups.h: nibbles, qh low halves, qh
+// high halves, scales, n of each), in the lanes and with the values GroupDot<true, true> takes
+// from the file's layout.
+inline __m512 PartDotGrouped(const std::byte* blk, int n, const GroupAct& g, __m512 acc) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), fifth = _mm512_set1_epi8(16);
+  const __m512i spread4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  const auto halves = [&](int at) {  // n u16 from byte `at`, zeros after
+    return _mm_maskz_loadu_epi16(static_cast<__mmask8>((1u << n) - 1), blk + at);
+  };
+  const __m512i n4 = _mm512_maskz_loadu_epi8(FirstBytes(16 * n), blk);
+  __m512i lo = _mm512_and_si512(n4, low4);
+  __m512i hi = _mm512_and_si512(_mm512_srli_epi16(n4, 4), low4);
+  lo = _mm512_mask_add_epi8(
+      lo, _cvtu64_mask64(static_cast<std::uint64_t>(_mm_cvtsi128_si64(halves(16 * n)))), lo, fifth);
+  hi = _mm512_mask_add_epi8(
+      hi, _cvtu64_mask64(static_cast<std::uint64_t>(_mm_cvtsi128_si64(halves(18 * n)))), hi, fifth);
+  const __m512 dw =
+      _mm512_permutexvar_ps(spread4, _mm512_castps128_ps512(_mm_cvtph_ps(halves(20 * n))));
+  const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(g.offset, lo, g.lo), hi, g.hi);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, g.dx), acc);
+}
+
 template <bool kFive>
 void MatVecQ4(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
               std::int64_t r0, std::int64_t r1) {
@@ -349,8 +371,7 @@ void MatVecQ5_0Groups(const void* w, std::size_t row_bytes, std::int64_t cols, c
       for (int off = 0; off < kGroupBytes; off += 64) __builtin_prefetch(blk + ahead + off, 0, 3);
       acc = GroupDotGrouped(blk, *g, acc);
     }
-    // The part group stays in the file's layout.
-    if (nb % 4 != 0) acc = GroupDot<true, true>(whole_end, static_cast<int>(nb % 4), *g, acc);
+    if (nb % 4 != 0) acc = PartDotGrouped(whole_end, static_cast<int>(nb % 4), *g, acc);
     y[r] = _mm512_reduce_add_ps(acc);
   });
 }

@@ -76,7 +76,7 @@ struct KindQ5_0 {
 
 // Q5_0 rows regrouped for the VNNI GEMV (q5_0_groups.h): the same values from the grouped
 // layout. A unit of 8 blocks is two whole groups unless it is a row's last and short: then its
-// blocks past the last whole group are the part group, as in the file (block b at byte 22 b).
+// blocks past the last whole group are the part group.
 struct KindQ5_0Groups {
   static constexpr bool kSuper = false;
   static constexpr int kBlockBytes = 22, kUnit = 8, kShift = 4;
@@ -101,8 +101,18 @@ struct KindQ5_0Groups {
       _mm512_store_si512(u->v + 128 * g + 64, _mm512_permutex2var_epi64(lo, second, hi));
       _mm_storeu_ps(u->s + 4 * g, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + 80))));
     }
-    // The part group, as in the file.
-    for (int j = 4 * whole; j < nbu; ++j) UnpackQ5_0Block(row + (b0 + j) * kBlockBytes, j, u);
+    // The part group (a row's last n < 4 blocks: nibbles, qh low halves, qh high halves, scales,
+    // n of each), block by block through the file's layout.
+    const int n = nbu - 4 * whole;
+    const std::byte* part = row + (b0 + 4 * whole) * kBlockBytes;
+    for (int k = 0; k < n; ++k) {
+      std::byte blk[kBlockBytes];
+      std::memcpy(blk, part + 20 * n + 2 * k, 2);
+      std::memcpy(blk + 2, part + 16 * n + 2 * k, 2);
+      std::memcpy(blk + 4, part + 18 * n + 2 * k, 2);
+      std::memcpy(blk + 6, part + 16 * k, 16);
+      UnpackQ5_0Block(blk, 4 * whole + k, u);
+    }
   }
 };
 

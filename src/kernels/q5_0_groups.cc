@@ -1,5 +1,6 @@
 #include "kernels/q5_0_groups.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,27 +14,27 @@ namespace {
 
 constexpr std::size_t kQ5Block = 22;  // sizeof(BlockQ5_0): d, qh[4], qs[16]
 constexpr std::size_t kGroupBytes = kQ5Block * kQ5_0GroupBlocks;
-// Offsets within a grouped group.
-constexpr std::size_t kQhLow = 64, kQhHigh = 72, kScales = 80;
 
 std::size_t RowBytesQ5_0(std::int64_t cols) { return gguf::RowBytes(gguf::GgmlType::kQ5_0, cols); }
 
-void GroupOne(const std::byte* file, std::byte* grouped) {
-  for (std::size_t k = 0; k < kQ5_0GroupBlocks; ++k) {
+// n (1-4) blocks from the file's layout to the grouped one: nibbles, qh low halves, qh high
+// halves, scales, each n entries long (n = 4: a whole group, kQhLow, kQhHigh and kScales apart).
+void GroupBlocks(const std::byte* file, std::size_t n, std::byte* grouped) {
+  for (std::size_t k = 0; k < n; ++k) {
     const std::byte* b = file + k * kQ5Block;
     std::memcpy(grouped + 16 * k, b + 6, 16);
-    std::memcpy(grouped + kQhLow + 2 * k, b + 2, 2);   // qh is little-endian: bits 0-15 first
-    std::memcpy(grouped + kQhHigh + 2 * k, b + 4, 2);
-    std::memcpy(grouped + kScales + 2 * k, b, 2);
+    std::memcpy(grouped + 16 * n + 2 * k, b + 2, 2);  // qh is little-endian: bits 0-15 first
+    std::memcpy(grouped + 18 * n + 2 * k, b + 4, 2);
+    std::memcpy(grouped + 20 * n + 2 * k, b, 2);
   }
 }
 
-void UngroupOne(const std::byte* grouped, std::byte* file) {
-  for (std::size_t k = 0; k < kQ5_0GroupBlocks; ++k) {
+void UngroupBlocks(const std::byte* grouped, std::size_t n, std::byte* file) {
+  for (std::size_t k = 0; k < n; ++k) {
     std::byte* b = file + k * kQ5Block;
-    std::memcpy(b, grouped + kScales + 2 * k, 2);
-    std::memcpy(b + 2, grouped + kQhLow + 2 * k, 2);
-    std::memcpy(b + 4, grouped + kQhHigh + 2 * k, 2);
+    std::memcpy(b, grouped + 20 * n + 2 * k, 2);
+    std::memcpy(b + 2, grouped + 16 * n + 2 * k, 2);
+    std::memcpy(b + 4, grouped + 18 * n + 2 * k, 2);
     std::memcpy(b + 6, grouped + 16 * k, 16);
   }
 }
@@ -51,29 +52,28 @@ bool Q5_0GroupsPay() {
 
 void GroupQ5_0Rows(std::byte* rows_data, std::int64_t rows, std::int64_t cols) {
   const std::size_t rb = RowBytesQ5_0(cols);
-  const std::int64_t groups = cols / 32 / kQ5_0GroupBlocks;
+  const auto blocks = static_cast<std::size_t>(cols / 32);
   std::byte tmp[kGroupBytes];
   for (std::int64_t r = 0; r < rows; ++r) {
     std::byte* row = rows_data + static_cast<std::size_t>(r) * rb;
-    for (std::int64_t g = 0; g < groups; ++g) {
-      std::byte* at = row + static_cast<std::size_t>(g) * kGroupBytes;
-      std::memcpy(tmp, at, kGroupBytes);
-      GroupOne(tmp, at);
+    for (std::size_t b = 0; b < blocks; b += kQ5_0GroupBlocks) {
+      const std::size_t n = std::min<std::size_t>(kQ5_0GroupBlocks, blocks - b);
+      std::memcpy(tmp, row + b * kQ5Block, n * kQ5Block);
+      GroupBlocks(tmp, n, row + b * kQ5Block);
     }
   }
 }
 
 void UngroupQ5_0Rows(const std::byte* src, std::byte* dst, std::int64_t rows, std::int64_t cols) {
   const std::size_t rb = RowBytesQ5_0(cols);
-  const std::int64_t groups = cols / 32 / kQ5_0GroupBlocks;
-  const std::size_t grouped = static_cast<std::size_t>(groups) * kGroupBytes;
+  const auto blocks = static_cast<std::size_t>(cols / 32);
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::byte* in = src + static_cast<std::size_t>(r) * rb;
     std::byte* out = dst + static_cast<std::size_t>(r) * rb;
-    for (std::int64_t g = 0; g < groups; ++g) {
-      UngroupOne(in + static_cast<std::size_t>(g) * kGroupBytes, out + static_cast<std::size_t>(g) * kGroupBytes);
+    for (std::size_t b = 0; b < blocks; b += kQ5_0GroupBlocks) {
+      const std::size_t n = std::min<std::size_t>(kQ5_0GroupBlocks, blocks - b);
+      UngroupBlocks(in + b * kQ5Block, n, out + b * kQ5Block);
     }
-    std::memcpy(out + grouped, in + grouped, rb - grouped);  // the part group, as in the file
   }
 }
 

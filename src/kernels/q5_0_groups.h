@@ -9,10 +9,12 @@
 //   qs[4][16] | qh low halves [4] (u16) | qh high halves [4] (u16) | d[4] (f16)
 //
 // so a step is one 64-byte load for the nibbles, two 64-bit mask loads for the fifth bits and
-// one 8-byte load for the scales. A row's last blocks that do not fill a group stay as in the
-// file, and so does the row's size: a regrouped matrix has the file's row_bytes, and regrouping
-// works in place on the private copy of the weights (core::FilePlacement::kHugePages), so it
-// costs no memory. Measured: docs/RESULTS.md (issue 14).
+// one 8-byte load for the scales. A row's last n < 4 blocks (SmolLM2-135M's 576 columns: 18
+// blocks, a part group of 2) are regrouped the same way into their 22 n bytes (nibbles, qh low
+// halves, qh high halves, scales, n of each): in the file's layout the part group cost a 576-column
+// row about a quarter of its time in cache. A regrouped matrix has the file's row_bytes, and
+// regrouping works in place on the private copy of the weights (core::FilePlacement::kHugePages),
+// so it costs no memory. Measured: docs/RESULTS.md (issue 14).
 //
 // Every kernel reads the layout: the VNNI GEMV and the batched VNNI kernel natively, every other
 // Q5_0 kernel (the exact f32 paths, the AVX2 and scalar integer dots: none of them runs on a
