@@ -15,6 +15,7 @@
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "kernels/q5_0_groups.h"
+#include "kernels/q8_0_groups.h"
 #include "kernels/read_bandwidth.h"
 
 #if defined(SMARTGEN_BENCH_OPENBLAS)
@@ -136,9 +137,16 @@ void BM_GemvHot(benchmark::State& state, GgmlType type, Isa isa, bool fast_dot, 
     return state.SkipWithError("columns not a multiple of the type's block");
   }
   std::vector<std::byte> w = RandomWeights(type, kRows, kCols, 5);
-  if (grouped) kernels::GroupQ5_0Rows(w.data(), kRows, kCols);
-  const kernels::WeightView view{type, w.data(), kRows, kCols,
-                                 grouped ? kernels::WeightLayout::kQ5_0Groups : kernels::WeightLayout::kFile};
+  kernels::WeightLayout layout = kernels::WeightLayout::kFile;
+  if (grouped && type == GgmlType::kQ5_0) {
+    kernels::GroupQ5_0Rows(w.data(), kRows, kCols);
+    layout = kernels::WeightLayout::kQ5_0Groups;
+  }
+  if (grouped && type == GgmlType::kQ8_0) {
+    kernels::GroupQ8_0Rows(w.data(), kRows, kCols);
+    layout = kernels::WeightLayout::kQ8_0Groups;
+  }
+  const kernels::WeightView view{type, w.data(), kRows, kCols, layout};
   std::vector<float> x = RandomFloats(kCols, 1), y(kRows);
   const kernels::MatJob job{&view, x.data(), y.data()};
   for (auto _ : state) {
@@ -397,9 +405,10 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
             ->Arg(896)
             ->Arg(1536)
             ->Unit(benchmark::kMicrosecond);
-        if (type == GgmlType::kQ5_0 && isa == Isa::kAvx512 && fast) {
-          benchmark::RegisterBenchmark("BM_GemvHot/q5_0-groups/avx512/fast-dot", BM_GemvHot, type, isa,
-                                       fast, /*grouped=*/true)
+        if ((type == GgmlType::kQ5_0 || type == GgmlType::kQ8_0) && isa == Isa::kAvx512 && fast) {
+          benchmark::RegisterBenchmark(
+              ("BM_GemvHot/" + std::string(TypeName(type)) + "-groups/avx512/fast-dot").c_str(),
+              BM_GemvHot, type, isa, fast, /*grouped=*/true)
               ->Arg(576)
               ->Arg(896)
               ->Arg(1536)

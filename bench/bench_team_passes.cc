@@ -12,7 +12,7 @@
 // layers_GB/s and head_GB/s split the step: the layers' chained passes, the output head's job.
 // BM_DecodeTeamPassesPair runs two types' steps in turn, to compare kernels through the swings;
 // BM_DecodeTeamPassesLayout the step with its gate/up pass laid out two ways in turn (below);
-// BM_GroupedWeights the step on regrouped Q5_0 weights and on the file's layout in turn.
+// BM_GroupedWeights the step on regrouped Q5_0 or Q8_0 weights and on the file's layout in turn.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -28,6 +28,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/q5_0_groups.h"
+#include "kernels/q8_0_groups.h"
 #include "kernels/row_streams.h"
 #include "kernels/team_pass.h"
 
@@ -61,8 +62,8 @@ struct ModelWeights {
   std::size_t bytes = 0;
 };
 
-// regroup: Q5_0 matrices regrouped for the VNNI GEMV, as a model loaded into huge pages has them
-// (q5_0_groups.h).
+// regroup: Q5_0 and Q8_0 matrices regrouped for the VNNI GEMV, as a model loaded into huge pages
+// has them (q5_0_groups.h, q8_0_groups.h).
 ModelWeights MakeModelWeights(const StepShape& shape, GgmlType type, bool regroup = false) {
   const std::int64_t e = shape.embd, kv = shape.kv_dim, f = shape.ffn;
   const MatShape layer_mats[] = {{"q", e, e},    {"k", kv, e}, {"v", kv, e}, {"o", e, e},
@@ -83,6 +84,10 @@ ModelWeights MakeModelWeights(const StepShape& shape, GgmlType type, bool regrou
     if (regroup && type == GgmlType::kQ5_0) {
       kernels::GroupQ5_0Rows(data, rows, cols);
       view.layout = kernels::WeightLayout::kQ5_0Groups;
+    }
+    if (regroup && type == GgmlType::kQ8_0) {
+      kernels::GroupQ8_0Rows(data, rows, cols);
+      view.layout = kernels::WeightLayout::kQ8_0Groups;
     }
     at += mats[i++].size();
     return view;
@@ -250,13 +255,13 @@ void BM_DecodeTeamPassesPair(benchmark::State& state, GgmlType a, GgmlType b) {
   SetRatioCounters(state, ratios);
 }
 
-// The step on regrouped Q5_0 weights and on the file's layout, in turns (the VNNI GEMV on either
-// layout): `ratio` is the median over the turns of the regrouped step's tokens/s over the file
-// layout's; grouped_GB/s and file_GB/s each one's weight stream.
-void BM_GroupedWeights(benchmark::State& state, const StepShape& shape) {
+// The step on regrouped weights and on the file's layout, in turns (Q5_0, Q8_0: the VNNI GEMV on
+// either layout): `ratio` is the median over the turns of the regrouped step's tokens/s over the
+// file layout's; grouped_GB/s and file_GB/s each one's weight stream.
+void BM_GroupedWeights(benchmark::State& state, const StepShape& shape, GgmlType type) {
   kernels::SetFastDot(true);
-  const ModelWeights file = MakeModelWeights(shape, GgmlType::kQ5_0);
-  const ModelWeights grouped = MakeModelWeights(shape, GgmlType::kQ5_0, /*regroup=*/true);
+  const ModelWeights file = MakeModelWeights(shape, type),
+                     grouped = MakeModelWeights(shape, type, true);
   core::ThreadPool pool(2);
   TeamPasses step_file(shape, file, &pool), step_grouped(shape, grouped, &pool);
   double seconds_grouped = 0, seconds_file = 0;
@@ -340,8 +345,11 @@ void BM_RowStreams(benchmark::State& state, const StepShape& shape, GgmlType typ
     }
   }
   for (const StepShape* shape : {&kSmolLm2, &kQwen05}) {
-    const std::string name = std::string("BM_GroupedWeights/") + shape->name + "/q5_0";
-    AsPaired(benchmark::RegisterBenchmark(name.c_str(), BM_GroupedWeights, *shape));
+    for (const GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ5_0}) {
+      const std::string name =
+          std::string("BM_GroupedWeights/") + shape->name + "/" + TypeName(type);
+      AsPaired(benchmark::RegisterBenchmark(name.c_str(), BM_GroupedWeights, *shape, type));
+    }
   }
   AsPaired(benchmark::RegisterBenchmark("BM_DecodeTeamPassesPair/f16/bf16", BM_DecodeTeamPassesPair,
                                         GgmlType::kF16, GgmlType::kBF16));

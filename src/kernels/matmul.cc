@@ -9,6 +9,7 @@
 #include "kernels/kernel_table.h"
 #include "kernels/matmul_pass.h"
 #include "kernels/q5_0_groups.h"
+#include "kernels/q8_0_groups.h"
 #include "kernels/quant.h"
 
 namespace smartgen::kernels {
@@ -187,20 +188,16 @@ void MatMulGeGlu(const WeightView& gate, const WeightView& up, const float* x, s
   assert(ok && "MatMulGeGlu: unsupported weight types or shapes");
 }
 
-namespace {
-
-// Row r of w as f32, whatever its layout.
 void DequantizeViewRow(const WeightView& w, std::int64_t r, float* out, std::vector<std::byte>* file_row) {
   const std::byte* bytes = w.row(r);
-  if (w.layout == WeightLayout::kQ5_0Groups) {
+  if (w.layout != WeightLayout::kFile) {
     file_row->resize(w.row_bytes());
-    UngroupQ5_0Rows(bytes, file_row->data(), 1, w.cols);
+    if (w.layout == WeightLayout::kQ5_0Groups) UngroupQ5_0Rows(bytes, file_row->data(), 1, w.cols);
+    if (w.layout == WeightLayout::kQ8_0Groups) UngroupQ8_0Rows(bytes, file_row->data(), 1, w.cols);
     bytes = file_row->data();
   }
   DequantizeRow(w.type, bytes, out, w.cols);
 }
-
-}  // namespace
 
 void MatVecReference(const WeightView& w, const float* x, float* y) {
   std::vector<float> row(static_cast<std::size_t>(w.cols));

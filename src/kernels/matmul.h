@@ -14,15 +14,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "gguf/ggml_type.h"
 
 namespace smartgen::kernels {
 
-// How a matrix's rows hold their blocks: as the GGUF file stores them, or (Q5_0 only) regrouped
-// at load for the AVX-512 VNNI GEMV (q5_0_groups.h). Same bytes per row either way.
-enum class WeightLayout : std::uint8_t { kFile, kQ5_0Groups };
+// How a matrix's rows hold their blocks: as the GGUF file stores them, or (Q5_0 and Q8_0)
+// regrouped at load for the AVX-512 VNNI GEMV (q5_0_groups.h, q8_0_groups.h). Same bytes per
+// row either way.
+enum class WeightLayout : std::uint8_t { kFile, kQ5_0Groups, kQ8_0Groups };
 
 struct WeightView {
   gguf::GgmlType type = gguf::GgmlType::kF32;
@@ -90,5 +92,9 @@ void MatMulGeGlu(const WeightView& gate, const WeightView& up, const float* x, s
 // Scalar references: dequantize each row exactly, then dot in f32 (sequential order).
 void MatVecReference(const WeightView& w, const float* x, float* y);
 void MatMulReference(const WeightView& w, const float* x, std::int64_t n, float* y);
+// Row r of w as f32, whatever its layout (a regrouped row is copied back to the file's layout in
+// *file_row first): what the embedding lookup reads.
+void DequantizeViewRow(const WeightView& w, std::int64_t r, float* out,
+                       std::vector<std::byte>* file_row);
 
 }  // namespace smartgen::kernels

@@ -8,8 +8,11 @@
 // integer dots into one set of lanes, one FMA per 4 blocks) made in-cache Q5_0 GEMVs 1.4x and
 // Q4_0 1.5x faster, Q8_0 1.1x. A row whose block count is not a multiple of 4 (SmolLM2-135M's 576
 // columns: 18 blocks) ends in a Q4_0 / Q5_0 part group (masked loads, zero activations for the
-// missing blocks) or a last Q8_0 pair, not block by block: in-cache GEMVs of 576 columns 1.08x
-// (Q4_0) and 1.09x (Q8_0) faster, Q5_0 the same (bench_kernels BM_GemvHot/<type>/.../576). Twins:
+// missing blocks), not block by block: in-cache GEMVs of 576 columns 1.08x (Q4_0) faster, Q5_0
+// the same (bench_kernels BM_GemvHot/<type>/.../576). Q8_0 rows regrouped at load
+// (q8_0_groups.h: values plus 128, 4 blocks' halves in two loads) take the Q4_0 group's shape
+// with an offset of 128; Q8_0 in the file's layout sums the same lanes (pair dots folded), so
+// both give the same bits. Twins:
 // scalar::MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act (fast_dot.cc). Compiled with
 // -mavx512vnni; chosen only when the CPU has it (FastDotActKernel).
 #include <immintrin.h>
@@ -20,6 +23,7 @@
 
 #include "kernels/kernel_table.h"
 #include "kernels/q5_0_groups.h"
+#include "kernels/q8_0_groups.h"
 #include "kernels/row_streams.h"
 
 namespace smartgen::kernels::internal::avx512vnni {
@@ -34,117 +38,24 @@ constexpr int kQ5BlockBytes = 22;   // f16 scale + 32 high bits + 16 bytes of ni
 // matmul_simd-inl.h), prefetching what it reads StreamPrefetchBytes later into every cache level,
 // its rows read as two streams where the chunk is big enough (row_streams.h).
 
-float HalfAt(const std::byte* p) {
-  std::uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-// The scales of a block pair (or of one block, s1 = 0) for the 16 int32 lanes of a pair's dot.
-__m512 PairScale(float s0, float s1) {
-  return _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
-}
-
-// The f16 scales of Q8_0 blocks b..b+3 (at bytes 0, 34 | 68, 102, the last two as bytes 4, 38 of a
-// second load at 64) without a scalar load each: [d0 x8, d1 x8] in *s01 and [d2 x8, d3 x8] in *s23.
-inline void GroupScalesQ8(const std::byte* blk, __m512* s01, __m512* s23) {
-  alignas(64) static constexpr std::uint16_t kIdx[32] = {0,  0,  0,  0,  0,  0,  0,  0,  17, 17, 17,
-                                                         17, 17, 17, 17, 17, 34, 34, 34, 34, 34, 34,
-                                                         34, 34, 51, 51, 51, 51, 51, 51, 51, 51};
-  const __m512i words =
-      _mm512_permutex2var_epi16(_mm512_loadu_si512(blk), _mm512_load_si512(kIdx), _mm512_loadu_si512(blk + 64));
-  *s01 = _mm512_cvtph_ps(_mm512_castsi512_si256(words));
-  *s23 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(words, 1));
-}
-
-// Q8_0: vpdpbusd multiplies u8 by s8, so the weights take the activations' signs (weights are in
-// [-127, 127], as ggml writes them) and |q| is the u8 operand. One block (a row's tail).
-template <int R>
-inline void StepQ8(const std::byte* w, std::size_t row_bytes, std::int64_t b, const ActQ8& x,
-                   __m512* acc) {
-  const __m512i zero = _mm512_setzero_si512();
-  const __m512i xq = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qabs + b * kBlock)));
-  const __mmask64 neg = x.qneg[b];
-  for (int i = 0; i < R; ++i) {
-    const std::byte* blk = w + i * row_bytes + b * kQ8BlockBytes;
-    __m512i wq = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)));
-    wq = _mm512_mask_sub_epi8(wq, neg, zero, wq);
-    const __m512i dot = _mm512_dpbusd_epi32(zero, xq, wq);
-    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), PairScale(HalfAt(blk) * x.d[b], 0.0f), acc[i]);
-  }
-}
-
-// A GEMV's activations for the Q8_0 kernel per pair of blocks (2p, 2p + 1), built once per call:
-// |q| of the 64 values, their sign bits, and the two blocks' scales over 8 lanes each.
-struct PairActQ8 {
-  __m512i qabs;
-  __m512 dx;
-  __mmask64 neg;
-};
-
-const PairActQ8* PreparePairsQ8(const ActQ8& x, std::int64_t pairs) {
-  thread_local std::vector<PairActQ8> storage;
-  if (storage.size() < static_cast<std::size_t>(pairs)) storage.resize(static_cast<std::size_t>(pairs));
-  for (std::int64_t p = 0; p < pairs; ++p) {
-    PairActQ8& a = storage[static_cast<std::size_t>(p)];
-    a.qabs = _mm512_loadu_si512(x.qabs + 2 * p * kBlock);
-    a.neg = static_cast<__mmask64>(x.qneg[2 * p]) | (static_cast<__mmask64>(x.qneg[2 * p + 1]) << 32);
-    a.dx = PairScale(x.d[2 * p], x.d[2 * p + 1]);
-  }
-  return storage.data();
-}
-
-// One pair of Q8_0 blocks (bp, bp + 34) over its prepared activations: their integer dot.
-inline __m512i PairDotQ8(const std::byte* bp, const PairActQ8& a) {
-  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + 2));
-  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + kQ8BlockBytes + 2));
-  __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-  wq = _mm512_mask_sub_epi8(wq, a.neg, _mm512_setzero_si512(), wq);
-  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), a.qabs, wq);
-}
-
-// One Q8_0 row over prepared pairs: per 4 blocks (136 bytes) two pair dots, their scales from two
-// loads; then a last pair (SmolLM2-135M's 576 columns: 18 blocks) and a last block.
-float RowQ8(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const ActQ8& x,
-            const PairActQ8* pairs, std::size_t ahead) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  const std::byte* const whole_end = w + nb / 4 * 4 * kQ8BlockBytes;
-  const PairActQ8* a = pairs;
-  for (const std::byte* blk = w; blk != whole_end; blk += 4 * kQ8BlockBytes, a += 2) {
-    for (int off = 0; off < 4 * kQ8BlockBytes; off += 64)
-      __builtin_prefetch(blk + ahead + off, 0, 3);
-    __m512 s[2];
-    GroupScalesQ8(blk, &s[0], &s[1]);
-    const __m512i dot0 = PairDotQ8(blk, a[0]);
-    const __m512i dot1 = PairDotQ8(blk + 2 * kQ8BlockBytes, a[1]);
-    acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot0), _mm512_mul_ps(s[0], a[0].dx), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot1), _mm512_mul_ps(s[1], a[1].dx), acc1);
-  }
-  std::int64_t b = nb / 4 * 4;
-  if (nb - b >= 2) {
-    const std::byte* bp = whole_end;
-    const __m512 scale = _mm512_mul_ps(PairScale(HalfAt(bp), HalfAt(bp + kQ8BlockBytes)), a->dx);
-    acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(PairDotQ8(bp, *a)), scale, acc0);
-    b += 2;
-  }
-  __m512 tail[1] = {_mm512_add_ps(acc0, acc1)};
-  for (; b < nb; ++b) StepQ8<1>(w, row_bytes, b, x, tail);
-  return _mm512_reduce_add_ps(tail[0]);
-}
-
-// Q4_0 (kFive false) and Q5_0: the unsigned values (0..15, 0..31) are the u8 operand and q the
-// s8 one; the offset of 8 (16) per weight enters the integer dot as its initial value
-// -8 (-16) * (sum of each lane's 4 activations), so a block's dot is exactly sum((v - 8) q).
-template <bool kFive>
+// Q4_0, Q5_0 and grouped Q8_0: the unsigned values (0..15, 0..31, q + 128) are the u8 operand
+// and the activations q the s8 one; the offset of kBias (8, 16, 128) per weight enters the integer
+// dot as its initial value -kBias * (sum of each lane's 4 activations), so a block's dot is
+// exactly sum((v - kBias) q).
+template <int kBias>
 inline __m512i OffsetDot(__m512i xq) {
-  const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(kFive ? 16 : 8), xq);
+  const __m512i dot =
+      _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(kBias)), xq);
   return _mm512_sub_epi32(_mm512_setzero_si512(), dot);
 }
 
-// A GEMV's activations for the Q4_0 / Q5_0 kernels, per group of 4 blocks, in the order of the
-// weights' nibbles: lo holds elements 0-15 of each block (16 bytes each, block order), hi elements
-// 16-31, so that a group's low and high nibbles dot into the same 4 lanes per block; offset is the
-// integer dot's initial value (-8 or -16 times the sum of each lane's activations, see
+template <bool kFive>
+inline constexpr int kNibbleBias = kFive ? 16 : 8;
+
+// A GEMV's activations for the Q4_0 / Q5_0 / Q8_0 kernels, per group of 4 blocks, in the order of
+// the weights' nibbles: lo holds elements 0-15 of each block (16 bytes each, block order), hi
+// elements 16-31, so that a group's low and high nibbles dot into the same 4 lanes per block;
+// offset is the integer dot's initial value (-kBias times the sum of each lane's activations, see
 // OffsetDot) and dx the activation scales, each spread over its block's 4 lanes. Built once per
 // GEMV call from the ActQ8, not once per row. A row whose block count is not a multiple of 4
 // (SmolLM2-135M's 576 columns: 18 blocks) ends in a part group, whose missing blocks have zero
@@ -160,24 +71,157 @@ inline __mmask64 FirstBytes(std::int64_t bytes) {
   return bytes >= 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
 }
 
-template <bool kFive>
+template <int kBias>
 const GroupAct* PrepareGroups(const ActQ8& x, std::int64_t nb) {
   const std::int64_t groups = (nb + 3) / 4;
   thread_local std::vector<GroupAct> storage;
-  if (storage.size() < static_cast<std::size_t>(groups)) storage.resize(static_cast<std::size_t>(groups));
+  if (storage.size() < static_cast<std::size_t>(groups))
+    storage.resize(static_cast<std::size_t>(groups));
   const __m512i spread4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   for (std::int64_t g = 0; g < groups; ++g) {
     GroupAct& a = storage[static_cast<std::size_t>(g)];
     const std::int64_t left = nb - 4 * g;  // blocks from this group's first on (4 or more: whole)
     const __m512i b01 = _mm512_maskz_loadu_epi8(FirstBytes(left * kBlock), x.q + 4 * g * kBlock);
-    const __m512i b23 = _mm512_maskz_loadu_epi8(FirstBytes((left - 2) * kBlock), x.q + (4 * g + 2) * kBlock);
+    const __m512i b23 =
+        _mm512_maskz_loadu_epi8(FirstBytes((left - 2) * kBlock), x.q + (4 * g + 2) * kBlock);
     a.lo = _mm512_shuffle_i64x2(b01, b23, _MM_SHUFFLE(2, 0, 2, 0));
     a.hi = _mm512_shuffle_i64x2(b01, b23, _MM_SHUFFLE(3, 1, 3, 1));
-    a.offset = _mm512_add_epi32(OffsetDot<kFive>(a.lo), OffsetDot<kFive>(a.hi));
+    a.offset = _mm512_add_epi32(OffsetDot<kBias>(a.lo), OffsetDot<kBias>(a.hi));
     const __mmask8 scales = left >= 4 ? 0xF : static_cast<__mmask8>((1u << left) - 1);
-    a.dx = _mm512_permutexvar_ps(spread4, _mm512_castps128_ps512(_mm_maskz_loadu_ps(scales, x.d + 4 * g)));
+    a.dx = _mm512_permutexvar_ps(spread4,
+                                 _mm512_castps128_ps512(_mm_maskz_loadu_ps(scales, x.d + 4 * g)));
   }
   return storage.data();
+}
+
+float HalfAt(const std::byte* p) {
+  std::uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// Q8_0 in the file's layout: vpdpbusd multiplies u8 by s8, so the weights take the activations'
+// signs (weights are in [-127, 127], as ggml writes them) and |q| is the u8 operand; per pair of
+// blocks (2p, 2p + 1) |q| of the 64 activations and their sign bits, built once per call.
+struct PairActQ8 {
+  __m512i qabs;
+  __mmask64 neg;
+};
+
+const PairActQ8* PreparePairsQ8(const ActQ8& x, std::int64_t pairs) {
+  thread_local std::vector<PairActQ8> storage;
+  if (storage.size() < static_cast<std::size_t>(pairs)) storage.resize(static_cast<std::size_t>(pairs));
+  for (std::int64_t p = 0; p < pairs; ++p) {
+    PairActQ8& a = storage[static_cast<std::size_t>(p)];
+    a.qabs = _mm512_loadu_si512(x.qabs + 2 * p * kBlock);
+    a.neg =
+        static_cast<__mmask64>(x.qneg[2 * p]) | (static_cast<__mmask64>(x.qneg[2 * p + 1]) << 32);
+  }
+  return storage.data();
+}
+
+// One pair of Q8_0 blocks (bp, bp + 34) over its prepared activations: their integer dot, block
+// 2p's elements 4j..4j+3 in lane j, block 2p + 1's in lane 8 + j.
+inline __m512i PairDotQ8(const std::byte* bp, const PairActQ8& a) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + 2));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + kQ8BlockBytes + 2));
+  __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  wq = _mm512_mask_sub_epi8(wq, a.neg, _mm512_setzero_si512(), wq);
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), a.qabs, wq);
+}
+
+// Two pair dots (blocks 0-1, 2-3) folded into the grouped layout's lanes (q8_0_groups.h): block k
+// in lanes 4k..4k+3, lane j of it summing elements 4j..4j+3 and 16+4j..16+4j+3. Both layouts
+// thus scale and sum the same integers in the same order, and give the same bits.
+inline __m512i FoldPairsQ8(__m512i d01, __m512i d23) {
+  const __m512i first = _mm512_set_epi32(27, 26, 25, 24, 19, 18, 17, 16, 11, 10, 9, 8, 3, 2, 1, 0);
+  const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(4));
+  return _mm512_add_epi32(_mm512_permutex2var_epi32(d01, first, d23),
+                          _mm512_permutex2var_epi32(d01, second, d23));
+}
+
+// The f16 scales of Q8_0 blocks b..b+3 in the file's layout (bytes 0, 34 | 68, 102: words 0, 17,
+// 34, 51 of two loads), each over its block's 4 lanes.
+inline __m512 GroupScalesQ8(const std::byte* blk) {
+  alignas(64) static constexpr std::uint16_t kIdx[32] = {0,  0,  0,  0,  17, 17, 17, 17, 34, 34, 34,
+                                                         34, 51, 51, 51, 51, 0,  0,  0,  0,  0,  0,
+                                                         0,  0,  0,  0,  0,  0,  0,  0,  0,  0};
+  const __m512i words = _mm512_permutex2var_epi16(_mm512_loadu_si512(blk), _mm512_load_si512(kIdx),
+                                                  _mm512_loadu_si512(blk + 64));
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(words));
+}
+
+// acc += a row's last n (1-3) Q8_0 blocks, in the file's layout in either kernel, in the grouped
+// lanes: their values plus 128 from 16-byte loads, the missing blocks' lanes zero (so are their
+// activations and scales).
+inline __m512 PartDotQ8(const std::byte* blk, int n, const GroupAct& g, __m512 acc) {
+  const auto half = [&](int k, int at) {
+    return _mm_maskz_loadu_epi8(k < n ? 0xFFFF : 0, blk + k * kQ8BlockBytes + 2 + at);
+  };
+  const auto quad = [&](int at) {
+    const __m512i v = _mm512_castsi128_si512(half(0, at));
+    return _mm512_inserti32x4(
+        _mm512_inserti32x4(_mm512_inserti32x4(v, half(1, at), 1), half(2, at), 2), half(3, at), 3);
+  };
+  const __m512i top = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i lo = _mm512_xor_si512(quad(0), top), hi = _mm512_xor_si512(quad(16), top);
+  const __m512i spread4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  const __m128 d = _mm_setr_ps(HalfAt(blk), n > 1 ? HalfAt(blk + kQ8BlockBytes) : 0.0f,
+                               n > 2 ? HalfAt(blk + 2 * kQ8BlockBytes) : 0.0f, 0.0f);
+  const __m512 dw = _mm512_permutexvar_ps(spread4, _mm512_castps128_ps512(d));
+  const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(g.offset, lo, g.lo), hi, g.hi);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, g.dx), acc);
+}
+
+// One Q8_0 row in the file's layout: per 4 blocks (136 bytes) two pair dots folded into one set of
+// lanes, their 4 scales from two loads, one FMA; then the part group.
+float RowQ8(const std::byte* w, std::int64_t nb, const PairActQ8* pairs, const GroupAct* groups,
+            std::size_t ahead) {
+  __m512 acc = _mm512_setzero_ps();
+  const std::byte* const whole_end = w + nb / 4 * 4 * kQ8BlockBytes;
+  const PairActQ8* a = pairs;
+  const GroupAct* g = groups;
+  for (const std::byte* blk = w; blk != whole_end; blk += 4 * kQ8BlockBytes, a += 2, ++g) {
+    for (int off = 0; off < 4 * kQ8BlockBytes; off += 64)
+      __builtin_prefetch(blk + ahead + off, 0, 3);
+    const __m512i dot = FoldPairsQ8(PairDotQ8(blk, a[0]), PairDotQ8(blk + 2 * kQ8BlockBytes, a[1]));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(GroupScalesQ8(blk), g->dx), acc);
+  }
+  if (nb % 4 != 0) acc = PartDotQ8(whole_end, static_cast<int>(nb % 4), *g, acc);
+  return _mm512_reduce_add_ps(acc);
+}
+
+// acc += a grouped Q8_0 row's part group of n (1-3) blocks (q8_0_groups.h: elements 0-15 of each,
+// 16-31 of each, the scales, n of each): the lanes and values PartDotQ8 takes from the file's
+// layout (a missing block's values are 0 here, 128 there: both times zero activations).
+inline __m512 PartDotQ8Grouped(const std::byte* blk, int n, const GroupAct& g, __m512 acc) {
+  const __m512i spread4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  const __m512i lo = _mm512_maskz_loadu_epi8(FirstBytes(16 * n), blk);
+  const __m512i hi = _mm512_maskz_loadu_epi8(FirstBytes(16 * n), blk + 16 * n);
+  const __m128i d16 = _mm_maskz_loadu_epi16(static_cast<__mmask8>((1u << n) - 1), blk + 32 * n);
+  const __m512 dw = _mm512_permutexvar_ps(spread4, _mm512_castps128_ps512(_mm_cvtph_ps(d16)));
+  const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(g.offset, lo, g.lo), hi, g.hi);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, g.dx), acc);
+}
+
+// One grouped Q8_0 row (q8_0_groups.h): per group two 64-byte loads, two integer dots into the
+// same lanes, the scales from one 8-byte load, one FMA; then the part group.
+float RowQ8Groups(const std::byte* w, std::int64_t nb, const GroupAct* groups, std::size_t ahead) {
+  constexpr int kGroupBytes = 4 * kQ8BlockBytes;
+  const __m512i spread4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  __m512 acc = _mm512_setzero_ps();
+  const std::byte* const whole_end = w + nb / 4 * kGroupBytes;
+  const GroupAct* g = groups;
+  for (const std::byte* blk = w; blk != whole_end; blk += kGroupBytes, ++g) {
+    for (int off = 0; off < kGroupBytes; off += 64) __builtin_prefetch(blk + ahead + off, 0, 3);
+    const __m512i lo = _mm512_loadu_si512(blk), hi = _mm512_loadu_si512(blk + 64);
+    const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(g->offset, lo, g->lo), hi, g->hi);
+    const __m128i d16 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 128));
+    const __m512 dw = _mm512_permutexvar_ps(spread4, _mm512_castps128_ps512(_mm_cvtph_ps(d16)));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, g->dx), acc);
+  }
+  if (nb % 4 != 0) acc = PartDotQ8Grouped(whole_end, static_cast<int>(nb % 4), *g, acc);
+  return _mm512_reduce_add_ps(acc);
 }
 
 // The f16 scales of 4 consecutive blocks, each spread over its block's 4 lanes, and for Q5_0
@@ -304,7 +348,7 @@ template <bool kFive>
 void MatVecQ4(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
               std::int64_t r0, std::int64_t r1) {
   const std::int64_t nb = cols / kBlock;
-  const GroupAct* groups = PrepareGroups<kFive>(x, nb);
+  const GroupAct* groups = PrepareGroups<kNibbleBias<kFive>>(x, nb);
   const auto* base = static_cast<const std::byte*>(w);
   const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
@@ -339,9 +383,21 @@ void MatVecQ8_0(const void* w, std::size_t row_bytes, std::int64_t cols, const A
   const std::int64_t nb = cols / kBlock;
   const auto* base = static_cast<const std::byte*>(w);
   const PairActQ8* pairs = PreparePairsQ8(x, nb / 2);
+  const GroupAct* groups = PrepareGroups<128>(x, nb);
   const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
-    y[r] = RowQ8(base + r * row_bytes, row_bytes, nb, x, pairs, ahead);
+    y[r] = RowQ8(base + r * row_bytes, nb, pairs, groups, ahead);
+  });
+}
+
+void MatVecQ8_0Groups(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x,
+                      float* y, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t nb = cols / kBlock;
+  const auto* base = static_cast<const std::byte*>(w);
+  const GroupAct* groups = PrepareGroups<128>(x, nb);
+  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
+  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
+    y[r] = RowQ8Groups(base + r * row_bytes, nb, groups, ahead);
   });
 }
 
@@ -359,7 +415,7 @@ void MatVecQ5_0Groups(const void* w, std::size_t row_bytes, std::int64_t cols, c
                       float* y, std::int64_t r0, std::int64_t r1) {
   constexpr int kGroupBytes = 4 * kQ5BlockBytes;
   const std::int64_t nb = cols / kBlock;
-  const GroupAct* groups = PrepareGroups<true>(x, nb);
+  const GroupAct* groups = PrepareGroups<kNibbleBias<true>>(x, nb);
   const auto* base = static_cast<const std::byte*>(w);
   const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {

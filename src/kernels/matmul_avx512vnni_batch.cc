@@ -15,6 +15,7 @@
 
 #include "kernels/kernel_table.h"
 #include "kernels/q5_0_groups.h"
+#include "kernels/q8_0_groups.h"
 
 namespace smartgen::kernels::internal::avx512vnni {
 namespace {
@@ -127,6 +128,37 @@ struct KindQ8_0 {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
       _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j), _mm256_xor_si256(q, bias));  // q + 128
       u->s[j] = HalfAt(blk);
+    }
+  }
+};
+
+// Q8_0 rows regrouped for the VNNI GEMV (q8_0_groups.h): the same values (q + 128) from the
+// grouped layout; a short last unit's blocks past the last whole group are the part group.
+struct KindQ8_0Groups {
+  static constexpr bool kSuper = false;
+  static constexpr int kBlockBytes = 34, kUnit = 8, kShift = 7;
+  static constexpr bool kHalves = false, kMins = false;
+  static void Unpack(const std::byte* row, std::int64_t b0, int nbu, Unpacked* u) {
+    // Block k's elements 0-15 are lane k of lo, 16-31 lane k of hi: blocks 0-1 and 2-3 in order.
+    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+    const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    const int whole = nbu / 4;
+    for (int g = 0; g < whole; ++g) {
+      const std::byte* group = row + (b0 / 4 + g) * (4 * kBlockBytes);
+      const __m512i lo = _mm512_loadu_si512(group), hi = _mm512_loadu_si512(group + 64);
+      _mm512_store_si512(u->v + 128 * g, _mm512_permutex2var_epi64(lo, first, hi));
+      _mm512_store_si512(u->v + 128 * g + 64, _mm512_permutex2var_epi64(lo, second, hi));
+      _mm_storeu_ps(u->s + 4 * g,
+                    _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + 128))));
+    }
+    // The part group (a row's last n < 4 blocks: elements 0-15 of each, 16-31 of each, scales).
+    const int n = nbu - 4 * whole;
+    const std::byte* part = row + (b0 + 4 * whole) * kBlockBytes;
+    for (int k = 0; k < n; ++k) {
+      const int j = 4 * whole + k;
+      std::memcpy(u->v + 32 * j, part + 16 * k, 16);
+      std::memcpy(u->v + 32 * j + 16, part + 16 * n + 16 * k, 16);
+      u->s[j] = HalfAt(part + 32 * n + 2 * k);
     }
   }
 };
@@ -289,6 +321,10 @@ void MatMulQ5_0(const void* w, std::size_t rb, std::int64_t cols, const ActPanel
 void MatMulQ5_0Groups(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
                       std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
   Batch<KindQ5_0Groups>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulQ8_0Groups(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                      std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindQ8_0Groups>(w, rb, cols, x, y, ldy, r0, r1);
 }
 void MatMulQ8_0(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
                 std::int64_t ldy, std::int64_t r0, std::int64_t r1) {

@@ -8,6 +8,7 @@
 
 #include "core/lane_claims.h"
 #include "kernels/q5_0_groups.h"
+#include "kernels/q8_0_groups.h"
 
 namespace smartgen::kernels::internal {
 namespace {
@@ -378,6 +379,12 @@ Segment MakeSegment(const KernelTable& table, const WeightView& w, const float* 
     s.mul = GroupedQ5_0(s.mul);
     if (s.vec_act != nullptr) s.vec_act = GroupedQ5_0(s.vec_act);
     if (s.mul_act != nullptr) s.mul_act = GroupedQ5_0(s.mul_act);
+  }
+  if (w.layout == WeightLayout::kQ8_0Groups) {
+    s.vec = GroupedQ8_0(s.vec);
+    s.mul = GroupedQ8_0(s.mul);
+    if (s.vec_act != nullptr) s.vec_act = GroupedQ8_0(s.vec_act);
+    if (s.mul_act != nullptr) s.mul_act = GroupedQ8_0(s.mul_act);
   }
   s.panel_min_tokens = w.type == gguf::GgmlType::kQ4_0 ? kPanelMinTokensQ4_0 : kPanelMinTokens;
   s.epilogue = epilogue;

@@ -1,12 +1,11 @@
 #include "kernels/q5_0_groups.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "core/cpu_features.h"
 #include "gguf/ggml_type.h"
+#include "kernels/grouped_rows-inl.h"
 #include "kernels/matmul.h"
 
 namespace smartgen::kernels {
@@ -78,79 +77,38 @@ void UngroupQ5_0Rows(const std::byte* src, std::byte* dst, std::int64_t rows, st
 }
 
 namespace internal {
-namespace {
-
-// Rows [r0, r1) of grouped w, in the file's layout, in this thread's scratch memory.
-const std::byte* FileLayoutRows(const void* w, std::size_t row_bytes, std::int64_t cols,
-                                std::int64_t r0, std::int64_t r1) {
-  const std::size_t bytes = static_cast<std::size_t>(r1 - r0) * row_bytes;
-  auto* out = reinterpret_cast<std::byte*>(ThreadScratch(6, (bytes + sizeof(float) - 1) / sizeof(float)));
-  UngroupQ5_0Rows(static_cast<const std::byte*>(w) + static_cast<std::size_t>(r0) * row_bytes, out,
-                  r1 - r0, cols);
-  return out;
-}
-
-// Each adaptor runs its kernel on rows [0, r1 - r0) of the scratch copy, output shifted by r0.
-template <MatVecFn F>
-void GroupedVec(const void* w, std::size_t rb, std::int64_t cols, const float* x, float* y,
-                std::int64_t r0, std::int64_t r1) {
-  F(FileLayoutRows(w, rb, cols, r0, r1), rb, cols, x, y + r0, 0, r1 - r0);
-}
-
-template <MatMulFn F>
-void GroupedMul(const void* w, std::size_t rb, std::int64_t cols, const float* x, std::int64_t n,
-                float* y, std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
-  F(FileLayoutRows(w, rb, cols, r0, r1), rb, cols, x, n, y + r0, ldy, 0, r1 - r0);
-}
-
-template <MatVecActFn F>
-void GroupedVecAct(const void* w, std::size_t rb, std::int64_t cols, const ActQ8& x, float* y,
-                   std::int64_t r0, std::int64_t r1) {
-  F(FileLayoutRows(w, rb, cols, r0, r1), rb, cols, x, y + r0, 0, r1 - r0);
-}
-
-template <typename Fn, std::size_t N>
-Fn Find(Fn f, const std::pair<Fn, Fn> (&pairs)[N]) {
-  for (const auto& [file_layout, grouped] : pairs) {
-    if (f == file_layout) return grouped;
-  }
-  std::fprintf(stderr, "smartgen: no grouped Q5_0 kernel for this kernel (a bug)\n");
-  std::abort();
-}
-
-}  // namespace
 
 MatVecFn GroupedQ5_0(MatVecFn f) {
   static const std::pair<MatVecFn, MatVecFn> kPairs[] = {
-      {scalar::MatVecQ5_0, GroupedVec<scalar::MatVecQ5_0>},
+    {scalar::MatVecQ5_0, grouped::Vec<UngroupQ5_0Rows, scalar::MatVecQ5_0>},
 #if defined(SMARTGEN_KERNELS_X86)
-      {avx2::MatVecQ5_0, GroupedVec<avx2::MatVecQ5_0>},
-      {avx512::MatVecQ5_0, GroupedVec<avx512::MatVecQ5_0>},
+    {avx2::MatVecQ5_0, grouped::Vec<UngroupQ5_0Rows, avx2::MatVecQ5_0>},
+    {avx512::MatVecQ5_0, grouped::Vec<UngroupQ5_0Rows, avx512::MatVecQ5_0>},
 #endif
   };
-  return Find(f, kPairs);
+  return grouped::Find(f, kPairs, "Q5_0");
 }
 
 MatMulFn GroupedQ5_0(MatMulFn f) {
   static const std::pair<MatMulFn, MatMulFn> kPairs[] = {
-      {scalar::MatMulQ5_0, GroupedMul<scalar::MatMulQ5_0>},
+    {scalar::MatMulQ5_0, grouped::Mul<UngroupQ5_0Rows, scalar::MatMulQ5_0>},
 #if defined(SMARTGEN_KERNELS_X86)
-      {avx2::MatMulQ5_0, GroupedMul<avx2::MatMulQ5_0>},
-      {avx512::MatMulQ5_0, GroupedMul<avx512::MatMulQ5_0>},
+    {avx2::MatMulQ5_0, grouped::Mul<UngroupQ5_0Rows, avx2::MatMulQ5_0>},
+    {avx512::MatMulQ5_0, grouped::Mul<UngroupQ5_0Rows, avx512::MatMulQ5_0>},
 #endif
   };
-  return Find(f, kPairs);
+  return grouped::Find(f, kPairs, "Q5_0");
 }
 
 MatVecActFn GroupedQ5_0(MatVecActFn f) {
   static const std::pair<MatVecActFn, MatVecActFn> kPairs[] = {
-      {scalar::MatVecQ5_0Act, GroupedVecAct<scalar::MatVecQ5_0Act>},
+    {scalar::MatVecQ5_0Act, grouped::VecAct<UngroupQ5_0Rows, scalar::MatVecQ5_0Act>},
 #if defined(SMARTGEN_KERNELS_X86)
-      {avx2::MatVecQ5_0Act, GroupedVecAct<avx2::MatVecQ5_0Act>},
-      {avx512vnni::MatVecQ5_0, avx512vnni::MatVecQ5_0Groups},
+    {avx2::MatVecQ5_0Act, grouped::VecAct<UngroupQ5_0Rows, avx2::MatVecQ5_0Act>},
+    {avx512vnni::MatVecQ5_0, avx512vnni::MatVecQ5_0Groups},
 #endif
   };
-  return Find(f, kPairs);
+  return grouped::Find(f, kPairs, "Q5_0");
 }
 
 MatMulActFn GroupedQ5_0(MatMulActFn f) {
@@ -158,12 +116,10 @@ MatMulActFn GroupedQ5_0(MatMulActFn f) {
   static const std::pair<MatMulActFn, MatMulActFn> kPairs[] = {
       {avx512vnni::MatMulQ5_0, avx512vnni::MatMulQ5_0Groups},
   };
-  return Find(f, kPairs);
 #else
-  (void)f;
-  std::fprintf(stderr, "smartgen: no grouped Q5_0 kernel for this kernel (a bug)\n");
-  std::abort();
+  static const std::pair<MatMulActFn, MatMulActFn> kPairs[] = {{nullptr, nullptr}};
 #endif
+  return grouped::Find(f, kPairs, "Q5_0");
 }
 
 }  // namespace internal

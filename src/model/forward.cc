@@ -175,10 +175,11 @@ Status Forward::Run(std::span<ForwardChunk> chunks) {
   const kernels::WeightView& embd = model_.token_embd();
   {
     std::int64_t row = 0;
+    std::vector<std::byte> file_row;  // a regrouped row in the file's layout (a tied Q8_0 head)
     for (const ForwardChunk& ch : chunks) {
       for (std::int32_t t : ch.tokens) {
         float* x = x_.data() + row * c.n_embd;
-        kernels::DequantizeRow(embd.type, embd.row(t), x, c.n_embd);
+        kernels::DequantizeViewRow(embd, t, x, &file_row);
         if (c.embd_scale > 0.0f) {
           for (int i = 0; i < c.n_embd; ++i) x[i] *= c.embd_scale;
         }

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "kernels/q5_0_groups.h"
+#include "kernels/q8_0_groups.h"
 #include "kernels/quant.h"
 
 namespace smartgen::model {
@@ -144,24 +145,32 @@ Status Model::Init() {
     h = Fnv1a(h, t.data.data(), std::min<std::size_t>(t.data.size(), 256));
   }
   fingerprint_ = h;  // of the bytes as in the file: taken before they are regrouped
-  GroupQ5_0();
+  GroupWeights();
   return Status::Ok();
 }
 
-void Model::GroupQ5_0() {
-  if (!kernels::Q5_0GroupsPay()) return;
-  auto group = [this](kernels::WeightView* w) {
-    if (w->type != gguf::GgmlType::kQ5_0 || w->layout != kernels::WeightLayout::kFile) return;
+void Model::GroupWeights() {
+  const bool q5_0 = kernels::Q5_0GroupsPay(), q8_0 = kernels::Q8_0GroupsPay();
+  if (!q5_0 && !q8_0) return;
+  auto group = [&](kernels::WeightView* w) {
+    if (w->layout != kernels::WeightLayout::kFile) return;
+    const bool is_q5_0 = q5_0 && w->type == gguf::GgmlType::kQ5_0;
+    const bool is_q8_0 = q8_0 && w->type == gguf::GgmlType::kQ8_0;
+    if (!is_q5_0 && !is_q8_0) return;
     std::byte* at = file_.PrivateAddress(w->data);
     if (at == nullptr) return;  // a shared mapping: read as in the file
-    kernels::GroupQ5_0Rows(at, w->rows, w->cols);
-    w->layout = kernels::WeightLayout::kQ5_0Groups;
-    q5_0_grouped_bytes_ += static_cast<std::size_t>(w->rows) * w->row_bytes();
+    if (is_q5_0) kernels::GroupQ5_0Rows(at, w->rows, w->cols);
+    if (is_q8_0) kernels::GroupQ8_0Rows(at, w->rows, w->cols);
+    w->layout = is_q5_0 ? kernels::WeightLayout::kQ5_0Groups : kernels::WeightLayout::kQ8_0Groups;
+    grouped_bytes_ += static_cast<std::size_t>(w->rows) * w->row_bytes();
   };
   for (LayerWeights& l : layers_) {
     for (kernels::WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) group(w);
   }
-  if (!config_.tied_output) group(&output_);
+  // A tied output head is token_embd: regrouped once, and the embedding lookup reads the layout
+  // (kernels::DequantizeViewRow).
+  group(&output_);
+  if (config_.tied_output) token_embd_.layout = output_.layout;
 }
 
 std::string Model::weight_type_name() const {

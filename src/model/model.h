@@ -1,10 +1,10 @@
 // Model: a loaded GGUF model: config, weight views into the mapping, and its tokenizer.
 //
 // Matrix weights are not copied: WeightViews point into the memory-mapped file, which the
-// Model keeps open (or into its private copy on huge pages, where Q5_0 matrices may be regrouped
-// in place for the VNNI GEMV: q5_0_grouped_bytes). Small 1-D tensors (norm weights, biases) are
-// converted to owned f32.
-// Load() validates every tensor's presence, type and shape and names the first problem.
+// Model keeps open (or into its private copy on huge pages, where Q5_0 and Q8_0 matrices may be
+// regrouped in place for the VNNI GEMV: grouped_bytes). Small 1-D tensors (norm weights, biases)
+// are converted to owned f32. Load() validates every tensor's presence, type and shape and names
+// the first problem.
 //
 // Thread-safety: immutable after Load(); share one Model between threads and Forward objects.
 #pragma once
@@ -55,15 +55,17 @@ class Model {
   // A stable fingerprint of the model (hash of metadata and tensor layout), used in the
   // transfer handshake so two nodes refuse to exchange KV of different models.
   std::uint64_t fingerprint() const { return fingerprint_; }
-  // Bytes of Q5_0 matrices regrouped at load for the VNNI GEMV (kernels/q5_0_groups.h): all of
-  // them when kernels::Q5_0GroupsPay() and the weights are a private copy (kHugePages), except
-  // token_embd (read row by row as f32); else 0. The file's bytes are then no longer as on disk.
-  std::size_t q5_0_grouped_bytes() const { return q5_0_grouped_bytes_; }
+  // Bytes of Q5_0 and Q8_0 matrices regrouped at load for the VNNI GEMV (kernels/q5_0_groups.h,
+  // kernels/q8_0_groups.h): all of them when kernels::Q5_0GroupsPay() (Q8_0GroupsPay()) and the
+  // weights are a private copy (kHugePages), except an untied token_embd (read row by row as f32;
+  // a tied one is the output head and is regrouped with it); else 0. The file's bytes are then no
+  // longer as on disk.
+  std::size_t grouped_bytes() const { return grouped_bytes_; }
 
  private:
   explicit Model(gguf::GgufFile file) : file_(std::move(file)) {}
   Status Init();
-  void GroupQ5_0();
+  void GroupWeights();
 
   gguf::GgufFile file_;
   ModelConfig config_;
@@ -73,7 +75,7 @@ class Model {
   kernels::WeightView output_;
   std::vector<LayerWeights> layers_;
   std::uint64_t fingerprint_ = 0;
-  std::size_t q5_0_grouped_bytes_ = 0;
+  std::size_t grouped_bytes_ = 0;
 };
 
 }  // namespace smartgen::model

@@ -254,9 +254,9 @@ Status BenchEngine(const BenchEngineOptions& o) {
                  e.model->weight_bytes() / 1e6, decode_bytes / 1e6,
                  core::GetCpuFeatures().ToString().c_str(), o.engine.ToString().c_str(), o.reps,
                  o.stat.c_str(), load_before);
-    if (e.model->q5_0_grouped_bytes() > 0) {
-      std::fprintf(stderr, "layout: %.1f MB of Q5_0 regrouped in place for the VNNI GEMV\n",
-                   e.model->q5_0_grouped_bytes() / 1e6);
+    if (e.model->grouped_bytes() > 0) {
+      std::fprintf(stderr, "layout: %.1f MB of Q5_0 / Q8_0 regrouped in place for the VNNI GEMV\n",
+                   e.model->grouped_bytes() / 1e6);
     }
     if (o.prefill_hooks) {
       std::fprintf(stderr, "prefill: one hooked Forward::Run (--prefill-hooks)\n");
