@@ -1,15 +1,17 @@
-// Running a kernel written for the file's layout on regrouped rows (q5_0_groups.h,
-// q8_0_groups.h): each adaptor copies the rows it is given back to the file's layout in this
-// thread's scratch memory (ThreadScratch slot 6) and runs the kernel on the copy, so every kernel
-// gives on regrouped rows bit for bit what it gives on the file's rows. Only the VNNI kernels
-// read a regrouped layout natively; the others run on one only when SetFastDot or the ISA
-// changes after a model was loaded.
+// Regrouped rows (q5_0_groups.h, q8_0_groups.h): the walk over a matrix's groups of blocks, and
+// running a kernel written for the file's layout on regrouped rows: each adaptor copies the rows it
+// is given back to the file's layout in this thread's scratch memory (ThreadScratch slot 6) and
+// runs the kernel on the copy, so every kernel gives on regrouped rows bit for bit what it gives on
+// the file's rows. Only the VNNI kernels read a regrouped layout natively; the others run on one
+// only when SetFastDot or the ISA changes after a model was loaded.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "kernels/kernel_table.h"
@@ -19,6 +21,27 @@ namespace smartgen::kernels::internal::grouped {
 // Undoes a regrouping: `rows` rows of `cols` columns from `src` to `dst` (not overlapping).
 using UngroupFn = void (*)(const std::byte* src, std::byte* dst, std::int64_t rows,
                            std::int64_t cols);
+
+// Rewrites `rows` rows of `cols` columns (kBlockBytes per block of 32 columns) group by group:
+// `blocks(from, n, to)` for each row's groups of 4 blocks, the last one n < 4 blocks when the row
+// has a part group. In place when src == dst (each group is copied aside first).
+using BlocksFn = void (*)(const std::byte* from, std::size_t n, std::byte* to);
+template <std::size_t kBlockBytes>
+void RegroupRows(BlocksFn blocks_fn, const std::byte* src, std::byte* dst, std::int64_t rows,
+                 std::int64_t cols) {
+  constexpr std::size_t kGroup = 4;
+  const auto blocks = static_cast<std::size_t>(cols / 32);
+  const std::size_t row_bytes = blocks * kBlockBytes;
+  std::byte tmp[kGroup * kBlockBytes];
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::size_t b = 0; b < blocks; b += kGroup) {
+      const std::size_t n = std::min(kGroup, blocks - b);
+      const std::size_t at = static_cast<std::size_t>(r) * row_bytes + b * kBlockBytes;
+      std::memcpy(tmp, src + at, n * kBlockBytes);
+      blocks_fn(tmp, n, dst + at);
+    }
+  }
+}
 
 // Rows [r0, r1) of regrouped w, in the file's layout, in this thread's scratch memory.
 template <UngroupFn U>

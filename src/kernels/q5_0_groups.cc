@@ -1,6 +1,5 @@
 #include "kernels/q5_0_groups.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "core/cpu_features.h"
@@ -12,12 +11,9 @@ namespace smartgen::kernels {
 namespace {
 
 constexpr std::size_t kQ5Block = 22;  // sizeof(BlockQ5_0): d, qh[4], qs[16]
-constexpr std::size_t kGroupBytes = kQ5Block * kQ5_0GroupBlocks;
-
-std::size_t RowBytesQ5_0(std::int64_t cols) { return gguf::RowBytes(gguf::GgmlType::kQ5_0, cols); }
 
 // n (1-4) blocks from the file's layout to the grouped one: nibbles, qh low halves, qh high
-// halves, scales, each n entries long (n = 4: a whole group, kQhLow, kQhHigh and kScales apart).
+// halves, scales, each n entries long (n = 4, a whole group: at bytes 64, 72 and 80).
 void GroupBlocks(const std::byte* file, std::size_t n, std::byte* grouped) {
   for (std::size_t k = 0; k < n; ++k) {
     const std::byte* b = file + k * kQ5Block;
@@ -50,30 +46,11 @@ bool Q5_0GroupsPay() {
 }
 
 void GroupQ5_0Rows(std::byte* rows_data, std::int64_t rows, std::int64_t cols) {
-  const std::size_t rb = RowBytesQ5_0(cols);
-  const auto blocks = static_cast<std::size_t>(cols / 32);
-  std::byte tmp[kGroupBytes];
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::byte* row = rows_data + static_cast<std::size_t>(r) * rb;
-    for (std::size_t b = 0; b < blocks; b += kQ5_0GroupBlocks) {
-      const std::size_t n = std::min<std::size_t>(kQ5_0GroupBlocks, blocks - b);
-      std::memcpy(tmp, row + b * kQ5Block, n * kQ5Block);
-      GroupBlocks(tmp, n, row + b * kQ5Block);
-    }
-  }
+  internal::grouped::RegroupRows<kQ5Block>(GroupBlocks, rows_data, rows_data, rows, cols);
 }
 
 void UngroupQ5_0Rows(const std::byte* src, std::byte* dst, std::int64_t rows, std::int64_t cols) {
-  const std::size_t rb = RowBytesQ5_0(cols);
-  const auto blocks = static_cast<std::size_t>(cols / 32);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const std::byte* in = src + static_cast<std::size_t>(r) * rb;
-    std::byte* out = dst + static_cast<std::size_t>(r) * rb;
-    for (std::size_t b = 0; b < blocks; b += kQ5_0GroupBlocks) {
-      const std::size_t n = std::min<std::size_t>(kQ5_0GroupBlocks, blocks - b);
-      UngroupBlocks(in + b * kQ5Block, n, out + b * kQ5Block);
-    }
-  }
+  internal::grouped::RegroupRows<kQ5Block>(UngroupBlocks, src, dst, rows, cols);
 }
 
 namespace internal {

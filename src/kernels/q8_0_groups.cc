@@ -1,6 +1,5 @@
 #include "kernels/q8_0_groups.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "core/cpu_features.h"
@@ -12,11 +11,6 @@ namespace smartgen::kernels {
 namespace {
 
 constexpr std::size_t kQ8Block = 34;  // sizeof(BlockQ8_0): d, qs[32]
-constexpr std::size_t kQ8GroupBytes = kQ8Block * kQ8_0GroupBlocks;
-
-std::size_t RowBytesQ8_0(std::int64_t cols) {
-  return gguf::RowBytes(gguf::GgmlType::kQ8_0, cols);
-}
 
 // int8 q and the u8 q + 128 differ in the top bit only.
 void FlipTopBits(const std::byte* from, std::byte* to, std::size_t n) {
@@ -24,7 +18,7 @@ void FlipTopBits(const std::byte* from, std::byte* to, std::size_t n) {
 }
 
 // n (1-4) blocks from the file's layout to the grouped one: elements 0-15 of each, elements
-// 16-31 of each, the scales, n of each (n = 4: a whole group, kQ8High and kQ8Scales apart).
+// 16-31 of each, the scales, n of each (n = 4, a whole group: at bytes 64 and 128).
 void GroupBlocksQ8(const std::byte* file, std::size_t n, std::byte* grouped) {
   for (std::size_t k = 0; k < n; ++k) {
     const std::byte* b = file + k * kQ8Block;
@@ -55,30 +49,11 @@ bool Q8_0GroupsPay() {
 }
 
 void GroupQ8_0Rows(std::byte* rows_data, std::int64_t rows, std::int64_t cols) {
-  const std::size_t rb = RowBytesQ8_0(cols);
-  const auto blocks = static_cast<std::size_t>(cols / 32);
-  std::byte tmp[kQ8GroupBytes];
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::byte* row = rows_data + static_cast<std::size_t>(r) * rb;
-    for (std::size_t b = 0; b < blocks; b += kQ8_0GroupBlocks) {
-      const std::size_t n = std::min<std::size_t>(kQ8_0GroupBlocks, blocks - b);
-      std::memcpy(tmp, row + b * kQ8Block, n * kQ8Block);
-      GroupBlocksQ8(tmp, n, row + b * kQ8Block);
-    }
-  }
+  internal::grouped::RegroupRows<kQ8Block>(GroupBlocksQ8, rows_data, rows_data, rows, cols);
 }
 
 void UngroupQ8_0Rows(const std::byte* src, std::byte* dst, std::int64_t rows, std::int64_t cols) {
-  const std::size_t rb = RowBytesQ8_0(cols);
-  const auto blocks = static_cast<std::size_t>(cols / 32);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const std::byte* in = src + static_cast<std::size_t>(r) * rb;
-    std::byte* out = dst + static_cast<std::size_t>(r) * rb;
-    for (std::size_t b = 0; b < blocks; b += kQ8_0GroupBlocks) {
-      const std::size_t n = std::min<std::size_t>(kQ8_0GroupBlocks, blocks - b);
-      UngroupBlocksQ8(in + b * kQ8Block, n, out + b * kQ8Block);
-    }
-  }
+  internal::grouped::RegroupRows<kQ8Block>(UngroupBlocksQ8, src, dst, rows, cols);
 }
 
 namespace internal {
