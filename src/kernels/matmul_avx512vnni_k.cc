@@ -4,7 +4,8 @@
 // 64-byte load of nibbles (128 weights) gives two byte vectors, its low and its high nibbles,
 // each dotted in one vpdpbusd with the activations laid out once per call in the same order
 // (HalfActQ4K; on an AMD EPYC Zen 5 1.14x in cache against rebuilding each 64 weights in element
-// order first); Q6_K: every 64 weights are rebuilt as bytes in element order. No widening to f32;
+// order first); Q6_K: every 64 weights are rebuilt as bytes in element order, their stored values
+// (0..63) the unsigned operand and the offset of 32 the dot's initial value. No widening to f32;
 // the 16 int32 lanes of a dot are scaled by their sub-block's (d * sc) * d_x in one FMA, and the
 // sub-block scales of a row's super-block are decoded once, as one vector. Compiled with
 // -mavx512vnni; chosen only when the CPU has it (FastDotActKernel).
@@ -115,11 +116,26 @@ void RowsQ4K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
   }
 }
 
+// A GEMV's integer-dot offsets for the Q6_K kernel: per 64 activations, -32 times each lane's sum
+// of 4, the initial value that makes a dot of the stored values (0..63) a dot of q - 32. Built
+// once per call, not once per row.
+const __m512i* PrepareOffsetsQ6K(const ActQ8& x, std::int64_t nsb) {
+  thread_local std::vector<__m512i> storage;
+  const auto quarters = static_cast<std::size_t>(4 * nsb);
+  if (storage.size() < quarters) storage.resize(quarters);
+  const __m512i thirty_two = _mm512_set1_epi8(32);
+  for (std::size_t v = 0; v < quarters; ++v) {
+    const __m512i sum =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), thirty_two, _mm512_loadu_si512(x.q + 64 * v));
+    storage[v] = _mm512_sub_epi32(_mm512_setzero_si512(), sum);
+  }
+  return storage.data();
+}
+
 template <int R>
-void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x, float* y,
-             std::size_t ahead) {
-  const __m512i zero = _mm512_setzero_si512(), low4 = _mm512_set1_epi8(0x0F);
-  const __m512i bits45 = _mm512_set1_epi8(0x30), off32 = _mm512_set1_epi8(32);
+void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x,
+             const __m512i* offsets, float* y, std::size_t ahead) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   // Sub-block (of 16) j's scale for activation block j / 2; a dot of elements [64 v, 64 v + 64)
   // has lane i in sub-block 4 v + i / 4.
   const __m512i halves = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
@@ -133,13 +149,7 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   for (std::int64_t b = 0; b < nsb; ++b) {
     const __m512 dx = _mm512_permutexvar_ps(halves, _mm512_castps256_ps512(_mm256_loadu_ps(x.d + 8 * b)));
-    __m512i xa[4];
-    __mmask64 neg[4];
-    for (int v = 0; v < 4; ++v) {
-      xa[v] = _mm512_loadu_si512(x.qabs + b * kQK + 64 * v);
-      neg[v] = static_cast<__mmask64>(x.qneg[8 * b + 2 * v]) |
-               (static_cast<__mmask64>(x.qneg[8 * b + 2 * v + 1]) << 32);
-    }
+    const __m512i* off = offsets + 4 * b;
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * kQ6KBytes;
       Prefetch(blk, kQ6KBytes, ahead);
@@ -158,9 +168,9 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
                                             _mm512_and_si512(qhh, bits45));
         for (int k = 0; k < 2; ++k) {
           const int v = 2 * n + k;
-          __m512i q = _mm512_sub_epi8(k == 0 ? v01 : v23, off32);
-          q = _mm512_mask_sub_epi8(q, neg[v], zero, q);  // weights take the activations' signs
-          const __m512i dot = _mm512_dpbusd_epi32(zero, xa[v], q);
+          // The stored values (0..63) are the u8 operand; the offset of 32 is the initial value.
+          const __m512i xq = _mm512_loadu_si512(x.q + b * kQK + 64 * v);
+          const __m512i dot = _mm512_dpbusd_epi32(off[v], k == 0 ? v01 : v23, xq);
           a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick[v], s), a);
         }
       }
@@ -187,9 +197,10 @@ void MatVecQ6_K(const void* w, std::size_t row_bytes, std::int64_t cols, const A
                 std::int64_t r0, std::int64_t r1) {
   const std::int64_t nsb = cols / kQK;
   const auto* base = static_cast<const std::byte*>(w);
+  const __m512i* offsets = PrepareOffsetsQ6K(x, nsb);
   const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
-    RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, y + r, ahead);
+    RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, offsets, y + r, ahead);
   });
 }
 
