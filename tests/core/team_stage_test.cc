@@ -1,6 +1,7 @@
 // core::TeamStage: the items of each stage of a pool job are claimed once each, a thread that
-// waits for a stage sees every write its items made, empty stages are done at once, and a wait
-// outlasts a late item (past the spin, on the futex) without missing its end.
+// waits for a stage sees every write its items made, empty stages are done at once, a thread's
+// finished items count once its Next() has come back empty, and a wait outlasts a late item (past
+// the spin, on the futex) without missing its end.
 #include "core/team_stage.h"
 
 #include <gtest/gtest.h>
@@ -71,6 +72,32 @@ TEST(TeamStage, AThreadAloneTakesEveryItem) {
   EXPECT_TRUE(stage.Done());
 }
 
+TEST(TeamStage, FinishedItemsCountWhenTheirThreadFindsNothingLeft) {
+  const auto take_all = [](TeamStage& stage) {
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_GE(stage.Next(), 0);
+      stage.Finish();
+    }
+    EXPECT_FALSE(stage.Done());  // finished, not yet counted
+    EXPECT_EQ(stage.Next(), -1);
+    EXPECT_TRUE(stage.Done());
+    EXPECT_EQ(stage.Next(), -1);  // again: nothing counted twice
+    EXPECT_TRUE(stage.Done());
+  };
+  TeamStage outside;  // a thread outside any pool pass
+  outside.Reset(3, 2);
+  take_all(outside);
+  ThreadPool pool(2);
+  for (int round = 0; round < 20; ++round) {  // whichever lane of the pool comes first
+    TeamStage stage;
+    stage.Reset(3, 2);
+    std::atomic<bool> taken{false};
+    pool.Run([&](int, int) {
+      if (!taken.exchange(true)) take_all(stage);
+    });
+  }
+}
+
 TEST(TeamStage, WaitOutlastsALateItemPastTheSpin) {
   TeamStage stage;
   stage.Reset(2, 2);
@@ -82,6 +109,7 @@ TEST(TeamStage, WaitOutlastsALateItemPastTheSpin) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     finished.store(true);
     stage.Finish();
+    EXPECT_EQ(stage.Next(), -1);  // counts the item, wakes the waiter
   });
   while (!claimed.load()) std::this_thread::yield();
   ASSERT_GE(stage.Next(), 0);
