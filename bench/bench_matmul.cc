@@ -303,9 +303,12 @@ void BM_QwenTokenStream(benchmark::State& state, GgmlType type) {
 // One core's decode kernel against one core's probe loop on the same bytes, in turns: the kernel
 // factor of the floor share with no passes, no second thread and no placement difference (a 256
 // MiB matrix on huge pages, 896 columns, 4864 for the 256-wide blocks; zero weights). Each turn
-// times kernels::StreamSum over the buffer and then the GEMV over it in chunks of about 1 MiB, as
-// a decode pass hands them out; `ratio` is the median over the turns of the GEMV's GB/s over the
-// probe loop's (quartiles q1, q3).
+// times kernels::StreamSum over the buffer and then the GEMV over it in chunks of about the
+// argument's KiB, one after another, as a decode pass hands a thread its lane: 1024 as a big
+// matrix's chunks, 128 and 48 as SmolLM2-135M's (its passes' chunks are 40-240 KiB). Where the
+// type has a kernel on prepared activations (Q8_0 and the other VNNI types), the activations are
+// prepared once per turn, as a pass prepares them once for all its chunks; `ratio` is the median
+// over the turns of the GEMV's GB/s over the probe loop's (quartiles q1, q3).
 void BM_GemvOneCore(benchmark::State& state, GgmlType type) {
   const auto* table = kernels::internal::GetKernelTable(Isa::kAvx512);
   if (table == nullptr) return state.SkipWithError("ISA not available");
@@ -316,11 +319,21 @@ void BM_GemvOneCore(benchmark::State& state, GgmlType type) {
   const std::size_t matrix_bytes = row_bytes * static_cast<std::size_t>(rows);
   const std::size_t probe_bytes = matrix_bytes / 256 * 256;  // StreamSum's step
   const std::int64_t chunk_rows = std::max<std::int64_t>(
-      16, static_cast<std::int64_t>((std::size_t{1} << 20) / row_bytes) / 16 * 16);
+      16, static_cast<std::int64_t>((static_cast<std::size_t>(state.range(0)) << 10) / row_bytes) /
+              16 * 16);
+  kernels::internal::PrepareActFn prepare = nullptr;
+  const kernels::internal::MatVecActFn act_kernel =
+      kernels::internal::FastDotActKernel(*table, type, &prepare);
   core::PageBuffer buf(matrix_bytes);
   buf.Prefault();
   const std::vector<float> x = RandomFloats(static_cast<std::size_t>(cols), 1);
   std::vector<float> y(static_cast<std::size_t>(rows));
+  const auto blocks = static_cast<std::size_t>(cols / 32);
+  std::vector<std::int8_t> q(static_cast<std::size_t>(cols));
+  std::vector<std::uint8_t> qabs(static_cast<std::size_t>(cols));
+  std::vector<std::uint32_t> qneg(blocks);
+  std::vector<float> d(blocks), sum8(blocks);
+  const kernels::internal::ActQ8 act{q.data(), qabs.data(), qneg.data(), d.data(), sum8.data()};
   std::vector<double> ratios;
   double probe_s = 0, gemv_s = 0;
   for (auto _ : state) {
@@ -328,10 +341,16 @@ void BM_GemvOneCore(benchmark::State& state, GgmlType type) {
     benchmark::DoNotOptimize(kernels::StreamSum(reinterpret_cast<const float*>(buf.data()),
                                                 probe_bytes / sizeof(float)));
     const auto t1 = std::chrono::steady_clock::now();
+    if (act_kernel != nullptr)
+      prepare(x.data(), cols, q.data(), qabs.data(), qneg.data(), d.data(), sum8.data());
     for (std::int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {  // the engine's chunks
-      kernels::internal::MatVecWith(*table, type, buf.data() + r0 * row_bytes,
-                                    std::min(chunk_rows, rows - r0), cols, x.data(), y.data() + r0,
-                                    nullptr);
+      const std::int64_t r1 = std::min(rows, r0 + chunk_rows);
+      if (act_kernel != nullptr) {
+        act_kernel(buf.data(), row_bytes, cols, act, y.data(), r0, r1);
+      } else {
+        kernels::internal::MatVecWith(*table, type, buf.data() + r0 * row_bytes, r1 - r0, cols,
+                                      x.data(), y.data() + r0, nullptr);
+      }
     }
     const auto t2 = std::chrono::steady_clock::now();
     benchmark::DoNotOptimize(y.data());
@@ -442,7 +461,11 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
                         GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     AsPaired(benchmark::RegisterBenchmark(("BM_GemvOneCore/" + std::string(TypeName(type))).c_str(),
-                                          BM_GemvOneCore, type));
+                                          BM_GemvOneCore, type)
+                 ->Arg(1024)
+                 ->Arg(128)
+                 ->Arg(48)
+                 ->ArgName("chunk_KiB"));
   }
 #if defined(SMARTGEN_BENCH_OPENBLAS)
   for (int threads : {1, 2}) {
