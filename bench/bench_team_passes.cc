@@ -27,6 +27,7 @@
 #include "core/thread_pool.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_pass.h"
 #include "kernels/q5_0_groups.h"
 #include "kernels/q8_0_groups.h"
 #include "kernels/row_streams.h"
@@ -321,6 +322,55 @@ void BM_RowStreams(benchmark::State& state, const StepShape& shape, GgmlType typ
   state.counters["two_default"] = by_default[by_default.size() / 2];
 }
 
+// The step with its single-token passes cut and claimed as by default (kVecChunksPerThread chunks
+// per thread, own-lane runs of up to kVecRunBytes and kVecMaxRun chunks; matmul_pass.h) and in
+// other ways (`kWays`: chunks per thread, most chunks and bytes per run;
+// kernels::internal::SetVecChunking), one step of each per turn, starting one further along each
+// turn, on weights laid out as a loaded model has them. Counters: the medians over the turns of
+// each way's tokens/s over the default's; "c4run1" is the chunking until 2026-12-06 (4 chunks per
+// thread, one claimed at a time), "whole" runs of 15 chunks whatever their bytes.
+void BM_ChunksPerThread(benchmark::State& state, const StepShape& shape, GgmlType type) {
+  struct Way {
+    const char* name;
+    int chunks, run;
+    std::size_t run_bytes;
+  };
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  constexpr Way kWays[] = {{"default", kernels::internal::kVecChunksPerThread,
+                            kernels::internal::kVecMaxRun, kernels::internal::kVecRunBytes},
+                           {"c4run1", 4, 1, SIZE_MAX},
+                           {"c16run1", 16, 1, SIZE_MAX},
+                           {"run4", 16, 4, SIZE_MAX},
+                           {"run1M", 16, 15, kMiB},
+                           {"whole", 16, 15, SIZE_MAX}};
+  constexpr std::size_t kN = std::size(kWays);
+  kernels::SetFastDot(true);
+  const ModelWeights m = MakeModelWeights(shape, type, /*regroup=*/true);
+  core::ThreadPool pool(2);
+  TeamPasses step(shape, m, &pool);
+  std::vector<double> ratios[kN];
+  std::size_t turn = 0;
+  for (auto _ : state) {
+    double seconds[kN];
+    for (std::size_t j = 0; j < kN; ++j) {
+      const std::size_t i = (turn + j) % kN;
+      kernels::internal::SetVecChunking(kWays[i].chunks, kWays[i].run, kWays[i].run_bytes);
+      const auto t0 = std::chrono::steady_clock::now();
+      step.Run();
+      seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    for (std::size_t i = 1; i < kN; ++i) ratios[i].push_back(seconds[0] / seconds[i]);
+    ++turn;
+  }
+  kernels::internal::SetVecChunking(kernels::internal::kVecChunksPerThread,
+                                    kernels::internal::kVecMaxRun, kernels::internal::kVecRunBytes);
+  kernels::SetFastDot(false);
+  for (std::size_t i = 1; i < kN; ++i) {
+    std::sort(ratios[i].begin(), ratios[i].end());
+    state.counters[kWays[i].name] = ratios[i][ratios[i].size() / 2];
+  }
+}
+
 [[maybe_unused]] const bool kTeamPassesRegistered = [] {
   for (const StepShape* shape : {&kSmolLm2, &kQwen05}) {
     for (const GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
@@ -349,6 +399,13 @@ void BM_RowStreams(benchmark::State& state, const StepShape& shape, GgmlType typ
       const std::string name =
           std::string("BM_GroupedWeights/") + shape->name + "/" + TypeName(type);
       AsPaired(benchmark::RegisterBenchmark(name.c_str(), BM_GroupedWeights, *shape, type));
+    }
+  }
+  for (const StepShape* shape : {&kSmolLm2, &kQwen05}) {
+    for (const GgmlType type : {GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_K}) {
+      const std::string name =
+          std::string("BM_ChunksPerThread/") + shape->name + "/" + TypeName(type);
+      AsPaired(benchmark::RegisterBenchmark(name.c_str(), BM_ChunksPerThread, *shape, type));
     }
   }
   AsPaired(benchmark::RegisterBenchmark("BM_DecodeTeamPassesPair/f16/bf16", BM_DecodeTeamPassesPair,

@@ -8,7 +8,8 @@
 //
 // Use: one LaneClaims per pass, Next() once per chunk call of ThreadPool::ForEachChunk(n, ...),
 // which calls exactly n times: every call then gets a chunk (a claim fails only when all n are
-// taken). Thread-safety: Next() from any threads; the object must outlive the pass.
+// taken); or NextRun(), whose runs of several chunks leave some of those calls nothing.
+// Thread-safety: Next() and NextRun() from any threads; the object must outlive the pass.
 #pragma once
 
 #include <algorithm>
@@ -38,7 +39,16 @@ class LaneClaims {
   // lanes; -1 when every chunk is taken. A thread's lane is its ThreadPool::CurrentLane() (the
   // pool's caller 0, worker i lane i, so a pass's IdlePrefetch plan knows which thread reads
   // which lane); a thread outside a pool pass takes a lane no other such thread has, by arrival.
-  std::int64_t Next() {
+  std::int64_t Next() { return NextRun(1).first; }
+
+  // Chunks [first, first + count) that the calling thread claims at once: up to `own_run` (>= 1)
+  // of its own lane's, else one of a following lane's; first -1 and count 0 when every chunk is
+  // taken. A thread that reads its lane in long runs keeps its streams going (one kernel call per
+  // run), while the chunks it has not claimed yet stay for the others.
+  struct Run {
+    std::int64_t first = -1, count = 0;
+  };
+  Run NextRun(std::int64_t own_run) {
     thread_local Mine mine;
     if (mine.id != id_) {
       mine.id = id_;
@@ -49,10 +59,11 @@ class LaneClaims {
     for (int i = 0; i < lanes_; ++i) {
       Lane& l = lane_[(mine.lane + i) % lanes_];
       if (l.next.load(std::memory_order_relaxed) >= l.end) continue;
-      const std::int64_t c = l.next.fetch_add(1, std::memory_order_relaxed);
-      if (c < l.end) return c;
+      const std::int64_t k = i == 0 ? std::max<std::int64_t>(own_run, 1) : 1;
+      const std::int64_t c = l.next.fetch_add(k, std::memory_order_relaxed);
+      if (c < l.end) return {c, std::min(k, l.end - c)};
     }
-    return -1;
+    return {};
   }
 
  private:

@@ -7,8 +7,9 @@
 // there, and a thread that arrives late skips the steps already done.
 //
 // Use: Reset each step of the job on one thread before the job starts. In the job, each thread
-// takes items with Next() until it returns -1, calls Finish() after each one, and Wait()s (or sees
-// Done()) before it reads what the step wrote. Finish() counts an item on the thread's own lane
+// takes items with Next() until it returns -1 (or runs of them with NextRun() until one is empty),
+// calls Finish() after each one (Finish(count) after a run), and Wait()s (or sees Done()) before
+// it reads what the step wrote. Finish() counts an item on the thread's own lane
 // (a cache line no other pool thread writes); the thread's Next() that returns -1 adds its lane's
 // count to the step's, releasing the items' writes: a thread that finishes an item must go on
 // calling Next() until it returns -1. Wait() and a true Done() acquire the writes. So a step
@@ -54,23 +55,27 @@ class TeamStage {
 
   // The calling thread's next item, or -1 when every item is claimed (and then the items this
   // thread finished are counted in the step's total).
-  std::int64_t Next() {
-    const std::int64_t item = n_ == 0 ? -1 : claims_->Next();
-    if (item < 0) Publish();
-    return item;
+  std::int64_t Next() { return NextRun(1).first; }
+
+  // Items [first, first + count) claimed at once (LaneClaims::NextRun: up to own_run of the
+  // thread's own lane, else one); count 0 when every item is claimed (and then as Next() above).
+  LaneClaims::Run NextRun(std::int64_t own_run) {
+    const LaneClaims::Run run = n_ == 0 ? LaneClaims::Run{} : claims_->NextRun(own_run);
+    if (run.count == 0) Publish();
+    return run;
   }
 
-  // Counts a finished item (after its writes) on the thread's lane; see Next(). A pool lane's
-  // count is written by that lane's thread alone, so it takes a plain store (a locked add on the
-  // thread's own line still held 1 % of the step's samples); threads outside a pool pass share
-  // theirs.
-  void Finish() {
+  // Counts `items` finished items (after their writes) on the thread's lane; see Next(). A pool
+  // lane's count is written by that lane's thread alone, so it takes a plain store (a locked add
+  // on the thread's own line still held 1 % of the step's samples); threads outside a pool pass
+  // share theirs.
+  void Finish(std::uint32_t items = 1) {
     const int lane = ThreadPool::CurrentLane();
     if (lane >= 0 && lane < lanes_) {
       std::atomic<std::uint32_t>& count = finished_[lane].count;
-      count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+      count.store(count.load(std::memory_order_relaxed) + items, std::memory_order_release);
     } else {
-      finished_[LaneClaims::kMaxLanes].count.fetch_add(1, std::memory_order_release);
+      finished_[LaneClaims::kMaxLanes].count.fetch_add(items, std::memory_order_release);
     }
   }
 

@@ -3,6 +3,7 @@
 #include "kernels/matmul_pass.h"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <vector>
 
@@ -17,12 +18,14 @@ namespace {
 constexpr std::int64_t kRowGrain = 16;
 // Chunks are claimed dynamically (core::ThreadPool::ForEachChunk), so a thread that runs late
 // or slow (preempted by the node's other threads on a shared machine) leaves its share to the
-// others; the chunks are sized for that: at least this many chunks per thread in all. A GEMV
-// chunk is also at most about kVecChunkBytes of weights (~40-80 us): every chunk boundary costs
-// a stretch of rows whose weights the kernel's prefetch (kPrefetchRows ahead) did not bring in,
-// and 256 KiB chunks decoded the Qwen2.5-0.5B shape 3-5 % slower (docs/RESULTS.md, issue 14).
+// others; the chunks are sized for that: at least kVecChunksPerThread (matmul_pass.h) chunks per
+// thread in a single-token pass, kMulChunksPerThread in a batch's. A GEMV chunk is also at most
+// about kVecChunkBytes of weights (~40-80 us), what another lane's thread takes at once.
 constexpr std::size_t kVecChunkBytes = 1 << 20;
-constexpr std::int64_t kMinChunksPerThread = 4;
+std::atomic<int> vec_chunks_per_thread{kVecChunksPerThread};
+std::atomic<int> vec_max_run{kVecMaxRun};
+std::atomic<std::size_t> vec_run_bytes{kVecRunBytes};
+constexpr std::int64_t kMulChunksPerThread = 4;
 // GEMM chunks: at least this many rows (each chunk re-reads its tokens' activations), and
 // token ranges of at least this many tokens when rows alone give too few chunks.
 constexpr std::int64_t kMulChunkRows = 64;
@@ -236,10 +239,25 @@ int KindIndex(gguf::GgmlType type) {
   }
 }
 
+void SetVecChunking(int chunks_per_thread, int max_run, std::size_t run_bytes) {
+  vec_chunks_per_thread.store(std::max(chunks_per_thread, 1), std::memory_order_relaxed);
+  vec_max_run.store(std::max(max_run, 1), std::memory_order_relaxed);
+  vec_run_bytes.store(run_bytes, std::memory_order_relaxed);
+}
+
+std::int64_t VecOwnRun(std::int64_t chunk_rows, std::size_t max_row_bytes) {
+  const std::size_t chunk_bytes =
+      std::max<std::size_t>(1, static_cast<std::size_t>(chunk_rows) * max_row_bytes);
+  const std::size_t most = vec_run_bytes.load(std::memory_order_relaxed) / chunk_bytes;
+  const auto max_run = static_cast<std::size_t>(vec_max_run.load(std::memory_order_relaxed));
+  return static_cast<std::int64_t>(std::clamp<std::size_t>(most, 1, max_run));
+}
+
 std::int64_t VecChunkRows(std::int64_t total_rows, std::size_t max_row_bytes, int threads) {
   const auto by_bytes =
       static_cast<std::int64_t>(kVecChunkBytes / std::max<std::size_t>(max_row_bytes, 1));
-  const std::int64_t rows = std::min(by_bytes, CeilDiv(total_rows, threads * kMinChunksPerThread));
+  const std::int64_t per_thread = vec_chunks_per_thread.load(std::memory_order_relaxed);
+  const std::int64_t rows = std::min(by_bytes, CeilDiv(total_rows, threads * per_thread));
   return std::max(kRowGrain, RoundUp(rows, kRowGrain));
 }
 
@@ -311,7 +329,7 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
     max_row_bytes = std::max({max_row_bytes, segs[i].row_bytes, segs[i].row_bytes_up});
   }
   const int threads = pool == nullptr ? 1 : pool->size();
-  const std::int64_t want_chunks = threads * kMinChunksPerThread;
+  const std::int64_t want_chunks = threads * kMulChunksPerThread;
   std::int64_t chunk_rows = total_rows, chunk_tokens = n;
   if (threads > 1 && n == 1) {
     chunk_rows = VecChunkRows(total_rows, max_row_bytes, threads);
@@ -332,15 +350,30 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
   }
   const std::int64_t token_chunks = CeilDiv(n, chunk_tokens);
 
-  // A single token's rows: every thread a run of neighbouring chunks first (core::LaneClaims).
-  // (Two decode threads on Zen 5: step time 0.89-0.91 of claiming in order on SmolLM2-135M
-  // "Q4_K_M", 0.94-0.96 on its Q8_0, 0.97 on Qwen2.5-0.5B Q8_0, none on F32; docs/RESULTS.md.)
+  // A single token's rows: every thread runs of its own lane's chunks first (core::LaneClaims,
+  // VecOwnRun). (Lanes against claiming in order, two decode threads on Zen 5: step time
+  // 0.89-0.91 on SmolLM2-135M "Q4_K_M", 0.94-0.96 on its Q8_0, 0.97 on Qwen2.5-0.5B Q8_0, none on
+  // F32; docs/RESULTS.md.)
   const std::int64_t n_chunks = row_chunks * token_chunks;
   std::optional<core::LaneClaims> lanes;
   if (n == 1 && threads > 1) lanes.emplace(n_chunks, threads);
+  const std::int64_t own_run = VecOwnRun(chunk_rows, max_row_bytes);
   auto run_chunk = [&](std::int64_t c) {
-    if (lanes) c = lanes->Next();
-    if (c < 0) return;  // (not reached: ForEachChunk makes exactly n_chunks calls)
+    if (lanes) {
+      // A run of row chunks (one token chunk): one call per segment it covers. The pool's later
+      // calls find the chunks claimed and return.
+      const core::LaneClaims::Run run = lanes->NextRun(own_run);
+      for (std::int64_t rc = run.first, end = run.first + run.count; rc < end;) {
+        int i = 0;
+        while (i + 1 < n_segs && segs[i + 1].first_chunk <= rc) ++i;
+        const Segment& s = segs[i];
+        const std::int64_t last = i + 1 < n_segs ? std::min(end, segs[i + 1].first_chunk) : end;
+        const std::int64_t r0 = (rc - s.first_chunk) * chunk_rows;
+        RunChunk(table, s, r0, std::min(s.rows, (last - s.first_chunk) * chunk_rows), 0, 1);
+        rc = last;
+      }
+      return;
+    }
     const std::int64_t rc = c / token_chunks, tc = c % token_chunks;
     int i = 0;
     while (i + 1 < n_segs && segs[i + 1].first_chunk <= rc) ++i;

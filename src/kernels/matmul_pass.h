@@ -90,6 +90,27 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
 void PrepareSegmentActs(Segment* segs, int n_segs, std::int64_t n, std::vector<ActQ8>& acts,
                         std::vector<ActPanel>& panels);
 
+// A single-token pass on several threads is cut into at least kVecChunksPerThread chunks per
+// thread (fewer bytes than kVecChunkBytes each), claimed lane by lane (core::LaneClaims): a thread
+// claims runs of its own lane's chunks, as many as hold at most kVecRunBytes of weights (one at
+// least, kVecMaxRun at most), and reads each product's rows of a run in one kernel call (two
+// streams over the whole run, row_streams.h); the others' chunks it takes one at a time. So a
+// thread reads its lane of a SmolLM2-135M pass (up to 2 MiB) as one run but for the lane's last
+// chunk, and a larger lane in 2 MiB runs; the fine grid keeps the lanes even and the ends of the
+// lanes to whichever thread gets there first. Against 4 chunks per thread claimed one at a time,
+// two threads of the AMD EPYC Zen 4 VM ran the team step's passes 1.0-1.07x as fast on SmolLM2-135M
+// and 0.97-1.06x on Qwen2.5-0.5B, and whole decodes 1.05-1.14x on SmolLM2 (bench_kernels'
+// BM_ChunksPerThread, bench engine; docs/RESULTS.md, issue 14).
+inline constexpr int kVecChunksPerThread = 16;
+inline constexpr int kVecMaxRun = 15;
+inline constexpr std::size_t kVecRunBytes = std::size_t{2} << 20;
+// Sets them (counts at least 1) for later passes: for benchmarks that compare chunkings in one
+// process (BM_ChunksPerThread); not while a pass runs.
+void SetVecChunking(int chunks_per_thread, int max_run, std::size_t run_bytes);
+// The own-lane run, in chunks, of a pass of chunk_rows-row chunks whose longest row has
+// max_row_bytes bytes.
+std::int64_t VecOwnRun(std::int64_t chunk_rows, std::size_t max_row_bytes);
+
 // Rows per chunk of a single-token pass on `threads` > 1 threads over matrices of `total_rows`
 // rows in all, the longest row `max_row_bytes` bytes (a multiple of 16 rows).
 std::int64_t VecChunkRows(std::int64_t total_rows, std::size_t max_row_bytes, int threads);

@@ -42,10 +42,11 @@ void TeamPass::Plan(int lanes) {
                            : std::max<std::int64_t>(total_rows, 1);
   std::int64_t chunks = 0;
   for (int i = 0; i < n_jobs_; ++i) chunks += CeilDiv(jobs_[i].w->rows, chunk_rows_);
+  own_run_ = internal::VecOwnRun(chunk_rows_, max_row_bytes);
   stage_.Reset(chunks, lanes_);
 }
 
-void TeamPass::RunFrom(std::int64_t c, const float* x) {
+void TeamPass::RunFrom(core::LaneClaims::Run run, const float* x) {
   using internal::Segment;
   const internal::KernelTable& table = internal::ActiveKernels();
   Segment segs[kMaxJobs];
@@ -65,12 +66,18 @@ void TeamPass::RunFrom(std::int64_t c, const float* x) {
   internal::PrepareSegmentActs(segs, n_segs, 1, acts, panels);
   std::int64_t first[kMaxJobs + 1] = {};
   for (int i = 0; i < n_segs; ++i) first[i + 1] = first[i] + CeilDiv(segs[i].rows, chunk_rows_);
-  for (; c >= 0; c = stage_.Next()) {
-    int i = 0;
-    while (i + 1 < n_segs && first[i + 1] <= c) ++i;
-    const std::int64_t r0 = (c - first[i]) * chunk_rows_;
-    internal::RunChunk(table, segs[i], r0, std::min(segs[i].rows, r0 + chunk_rows_), 0, 1);
-    stage_.Finish();
+  for (; run.count > 0; run = stage_.NextRun(own_run_)) {
+    // One kernel call per segment the run's chunks cover.
+    for (std::int64_t c = run.first, end = run.first + run.count; c < end;) {
+      int i = 0;
+      while (i + 1 < n_segs && first[i + 1] <= c) ++i;
+      const std::int64_t last = std::min(end, first[i + 1]);
+      const std::int64_t r0 = (c - first[i]) * chunk_rows_;
+      const std::int64_t r1 = std::min(segs[i].rows, (last - first[i]) * chunk_rows_);
+      internal::RunChunk(table, segs[i], r0, r1, 0, 1);
+      c = last;
+    }
+    stage_.Finish(static_cast<std::uint32_t>(run.count));
   }
 }
 

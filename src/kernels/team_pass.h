@@ -1,8 +1,9 @@
 // TeamPass: a single-token matrix pass - what MatMulMany or MatMulSwiGlu does for one token -
 // run by the threads of one pool job that is already under way (core::TeamStage), rather than as
 // a pool job of its own. Each thread prepares its own copy of the pass's activations (the input
-// may be the thread's own copy too), then claims chunks of rows, lane by lane, as RunSegments
-// does; Wait returns when every chunk is done. model/forward_team.cc chains a decode layer's
+// may be the thread's own copy too), then claims chunks of rows, lane by lane and its own lane's
+// in runs read in one kernel call each, as RunSegments does; Wait returns when every chunk is
+// done. model/forward_team.cc chains a decode layer's
 // passes this way, so the threads go from one pass to the next without the pool's hand-off and
 // split the work between passes instead of leaving it to the caller.
 //
@@ -34,8 +35,8 @@ class TeamPass {
   // what the input was made from).
   template <typename Input>
   void Work(Input&& input) {
-    const std::int64_t first = stage_.Next();
-    if (first >= 0) RunFrom(first, input());
+    const core::LaneClaims::Run first = stage_.NextRun(own_run_);
+    if (first.count > 0) RunFrom(first, input());
   }
   // Whether every chunk is done (acquires their writes when true).
   bool Done() const { return stage_.Done(); }
@@ -46,8 +47,8 @@ class TeamPass {
  private:
   // The chunk grid of jobs_ (and up_) for `lanes` threads, and the stage over it.
   void Plan(int lanes);
-  // Runs chunk `first`, which this thread claimed, and then every chunk it can claim.
-  void RunFrom(std::int64_t first, const float* x);
+  // Runs the chunks `first`, which this thread claimed, and then every chunk it can claim.
+  void RunFrom(core::LaneClaims::Run first, const float* x);
 
   core::TeamStage stage_;
   MatJob jobs_[kMaxJobs];
@@ -56,6 +57,7 @@ class TeamPass {
   bool gelu_ = false;
   int lanes_ = 1;
   std::int64_t chunk_rows_ = 0;
+  std::int64_t own_run_ = 1;  // chunks of its own lane a thread claims at once
 };
 
 }  // namespace smartgen::kernels

@@ -68,6 +68,54 @@ TEST(LaneClaims, ThreadsStartOnTheirOwnLanesAndShareOutEveryChunkOnce) {
   for (std::int64_t c = 0; c < n; ++c) EXPECT_EQ(hits[c], 1) << "chunk " << c;
 }
 
+TEST(LaneClaims, OwnLaneRunsUpToTheirLengthAndOthersOneAtATime) {
+  for (const std::int64_t own_run : {1, 5, 15, 32, 40}) {
+    LaneClaims claims(64, 2);  // a thread outside a pool: lane 0, the first to arrive
+    std::vector<std::int64_t> lane0;
+    std::int64_t next = 0;
+    for (LaneClaims::Run r = claims.NextRun(own_run); r.count > 0; r = claims.NextRun(own_run)) {
+      EXPECT_EQ(r.first, next) << "own run " << own_run;
+      next = r.first + r.count;
+      if (r.first < 32) {
+        lane0.push_back(r.count);
+      } else {
+        EXPECT_EQ(r.count, 1) << "chunk " << r.first << " of the other lane";
+      }
+    }
+    EXPECT_EQ(next, 64);
+    // Runs of own_run through lane 0 ([0, 32)), the last one what is left.
+    std::vector<std::int64_t> want(32 / own_run, own_run);
+    if (32 % own_run != 0) want.push_back(32 % own_run);
+    EXPECT_EQ(lane0, want) << "own run " << own_run;
+    EXPECT_EQ(claims.NextRun(own_run).count, 0);
+  }
+}
+
+TEST(LaneClaims, RunsOfThreadsOnEveryLaneShareOutEveryChunkOnce) {
+  ThreadPool pool(3);
+  for (std::int64_t n : {1, 5, 48, 1000}) {
+    for (const std::int64_t own_run : {1, 3, 15, 1000}) {
+      LaneClaims claims(n, pool.size());
+      std::vector<int> hits(n, 0);
+      std::mutex mu;
+      pool.Run([&](int, int) {
+        for (LaneClaims::Run r = claims.NextRun(own_run); r.count > 0;
+             r = claims.NextRun(own_run)) {
+          std::lock_guard<std::mutex> lock(mu);
+          // A run lies inside one lane.
+          int lane = 0;
+          while (ThreadPool::SplitRange(n, lane, pool.size()).second <= r.first) ++lane;
+          EXPECT_LE(r.first + r.count, ThreadPool::SplitRange(n, lane, pool.size()).second);
+          for (std::int64_t c = r.first; c < r.first + r.count; ++c) ++hits[c];
+        }
+      });
+      for (std::int64_t c = 0; c < n; ++c) {
+        EXPECT_EQ(hits[c], 1) << "n " << n << " own run " << own_run << " chunk " << c;
+      }
+    }
+  }
+}
+
 TEST(LaneClaims, EveryPoolCallOfAPassGetsAChunk) {
   ThreadPool pool(3);
   for (std::int64_t n : {1, 2, 7, 64, 1000}) {

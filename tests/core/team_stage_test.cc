@@ -1,7 +1,7 @@
 // core::TeamStage: the items of each stage of a pool job are claimed once each, a thread that
 // waits for a stage sees every write its items made, empty stages are done at once, a thread's
-// finished items count once its Next() has come back empty, and a wait outlasts a late item (past
-// the spin, on the futex) without missing its end.
+// finished items (one at a time or a run at once) count once its Next() has come back empty, and
+// a wait outlasts a late item (past the spin, on the futex) without missing its end.
 #include "core/team_stage.h"
 
 #include <gtest/gtest.h>
@@ -70,6 +70,24 @@ TEST(TeamStage, AThreadAloneTakesEveryItem) {
   }
   EXPECT_EQ(seen.size(), 5u);
   EXPECT_TRUE(stage.Done());
+}
+
+TEST(TeamStage, RunsFinishedAtOnceCountEveryItem) {
+  ThreadPool pool(2);
+  for (int round = 0; round < 20; ++round) {
+    TeamStage stage;
+    stage.Reset(100, 2);
+    std::vector<std::atomic<int>> hits(100);
+    pool.Run([&](int, int) {
+      for (LaneClaims::Run r = stage.NextRun(15); r.count > 0; r = stage.NextRun(15)) {
+        for (std::int64_t i = r.first; i < r.first + r.count; ++i) hits[i].fetch_add(1);
+        stage.Finish(static_cast<std::uint32_t>(r.count));
+      }
+      stage.Wait(nullptr);
+    });
+    EXPECT_TRUE(stage.Done());
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(hits[i].load(), 1) << "item " << i;
+  }
 }
 
 TEST(TeamStage, FinishedItemsCountWhenTheirThreadFindsNothingLeft) {

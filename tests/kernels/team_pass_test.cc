@@ -1,6 +1,7 @@
 // kernels::TeamPass: a single-token pass whose chunks the threads of one pool job claim gives
 // MatMulMany's and MatMulSwiGlu's / MatMulGeGlu's outputs bit for bit, on pools of two and three
-// threads and on a thread alone, and reads its input only on threads that got a chunk.
+// threads and on a thread alone, whatever the chunking (chunks per thread, own-lane runs), and
+// reads its input only on threads that got a chunk.
 #include "kernels/team_pass.h"
 
 #include <gtest/gtest.h>
@@ -8,10 +9,12 @@
 #include <atomic>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "kernel_test_util.h"
+#include "kernels/matmul_pass.h"
 
 namespace smartgen::kernels {
 namespace {
@@ -90,6 +93,61 @@ TEST(TeamPass, EqualsMatMulManyBitForBit) {
       }
     }
   }
+  SetFastDot(false);
+}
+
+// Chunks per thread and own-lane runs (kernels::internal::SetVecChunking) change which thread
+// computes which rows and in how many kernel calls, never a row's bits: a team pass and
+// MatMulMany / MatMulSwiGlu on a pool give what one call over all rows on this thread gives.
+TEST(TeamPass, EveryChunkingGivesOneCallsBits) {
+  struct Chunking {
+    int chunks_per_thread, max_run;
+    std::size_t run_bytes;
+  };
+  const Chunking chunkings[] = {
+      {internal::kVecChunksPerThread, internal::kVecMaxRun, internal::kVecRunBytes},
+      {16, 16, SIZE_MAX},
+      {32, 31, 128 << 10},
+      {4, 1, SIZE_MAX},
+      {1, 1, SIZE_MAX}};
+  std::mt19937 rng(23);
+  SetFastDot(true);
+  for (GgmlType type : {GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_0}) {
+    const std::int64_t cols = 512, rows = 1000, small = 40;
+    testing::Weights a = testing::MakeWeights(rng, type, rows, cols);
+    testing::Weights b = testing::MakeWeights(rng, type, small, cols);
+    testing::Weights up = testing::MakeWeights(rng, type, rows, cols);
+    const std::vector<float> x = testing::RandomVector(rng, cols);
+    std::vector<float> wa(rows), wb(small), wg(rows);
+    const MatJob want_jobs[] = {{&a.view, x.data(), wa.data()}, {&b.view, x.data(), wb.data()}};
+    MatMulMany(want_jobs, 1, nullptr);
+    MatMulSwiGlu(a.view, up.view, x.data(), 1, wg.data(), nullptr);
+    core::ThreadPool pool(2);
+    for (const Chunking& c : chunkings) {
+      internal::SetVecChunking(c.chunks_per_thread, c.max_run, c.run_bytes);
+      const std::string where = std::string(gguf::GetTypeInfo(type).name) + " chunks " +
+                                std::to_string(c.chunks_per_thread) + " run " +
+                                std::to_string(c.max_run);
+      std::vector<float> ya(rows, -1e30f), yb(small, -1e30f), yg(rows, -1e30f);
+      const MatJob jobs[] = {{&a.view, nullptr, ya.data()}, {&b.view, nullptr, yb.data()}};
+      TeamPass pass;
+      pass.Reset(jobs, pool.size());
+      RunTeam(pass, &pool, x);
+      EXPECT_TRUE(TeamSameBits(ya, wa) && TeamSameBits(yb, wb)) << "team " << where;
+      TeamPass gated;
+      gated.ResetGated(a.view, up.view, yg.data(), /*gelu=*/false, pool.size());
+      RunTeam(gated, &pool, x);
+      EXPECT_TRUE(TeamSameBits(yg, wg)) << "team gated " << where;
+      std::vector<float> ma(rows, -1e30f), mb(small, -1e30f), mg(rows, -1e30f);
+      const MatJob many[] = {{&a.view, x.data(), ma.data()}, {&b.view, x.data(), mb.data()}};
+      MatMulMany(many, 1, &pool);
+      MatMulSwiGlu(a.view, up.view, x.data(), 1, mg.data(), &pool);
+      EXPECT_TRUE(TeamSameBits(ma, wa) && TeamSameBits(mb, wb) && TeamSameBits(mg, wg))
+          << "pool " << where;
+    }
+  }
+  internal::SetVecChunking(internal::kVecChunksPerThread, internal::kVecMaxRun,
+                           internal::kVecRunBytes);
   SetFastDot(false);
 }
 
