@@ -9,8 +9,8 @@
 // Use: Reset each step of the job on one thread before the job starts. In the job, each thread
 // takes items with Next() until it returns -1 (or runs of them with NextRun() until one is empty),
 // calls Finish() after each one (Finish(count) after a run), and Wait()s (or sees Done()) before
-// it reads what the step wrote. Finish() counts an item on the thread's own lane
-// (a cache line no other pool thread writes); the thread's Next() that returns -1 adds its lane's
+// it reads what the step wrote. Finish() counts on the thread's own lane (a cache line no other
+// pool thread writes); the thread's Next() that returns -1 adds its lane's
 // count to the step's, releasing the items' writes: a thread that finishes an item must go on
 // calling Next() until it returns -1. Wait() and a true Done() acquire the writes. So a step
 // costs one shared read-modify-write per thread instead of one per item, and a pool thread no

@@ -98,9 +98,11 @@ void PrepareSegmentActs(Segment* segs, int n_segs, std::int64_t n, std::vector<A
 // thread reads its lane of a SmolLM2-135M pass (up to 2 MiB) as one run but for the lane's last
 // chunk, and a larger lane in 2 MiB runs; the fine grid keeps the lanes even and the ends of the
 // lanes to whichever thread gets there first. Against 4 chunks per thread claimed one at a time,
-// two threads of the AMD EPYC Zen 4 VM ran the team step's passes 1.0-1.07x as fast on SmolLM2-135M
-// and 0.97-1.06x on Qwen2.5-0.5B, and whole decodes 1.05-1.14x on SmolLM2 (bench_kernels'
-// BM_ChunksPerThread, bench engine; docs/RESULTS.md, issue 14).
+// two threads of the AMD EPYC Zen 4 VM ran the team step's passes 1.04-1.07x as fast on
+// SmolLM2-135M and level on Qwen2.5-0.5B, whole SmolLM2 decodes mostly 1.03-1.12x (bench_kernels'
+// BM_ChunksPerThread, bench engine; docs/RESULTS.md, issue 14). The price: a thread preempted
+// inside a run holds the rest of it until it runs again (SmartGen's TTST and TBT in the
+// disaggregated run measured level over 16 pairs).
 inline constexpr int kVecChunksPerThread = 16;
 inline constexpr int kVecMaxRun = 15;
 inline constexpr std::size_t kVecRunBytes = std::size_t{2} << 20;

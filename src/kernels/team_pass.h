@@ -1,11 +1,11 @@
 // TeamPass: a single-token matrix pass - what MatMulMany or MatMulSwiGlu does for one token -
 // run by the threads of one pool job that is already under way (core::TeamStage), rather than as
 // a pool job of its own. Each thread prepares its own copy of the pass's activations (the input
-// may be the thread's own copy too), then claims chunks of rows, lane by lane and its own lane's
-// in runs read in one kernel call each, as RunSegments does; Wait returns when every chunk is
-// done. model/forward_team.cc chains a decode layer's
-// passes this way, so the threads go from one pass to the next without the pool's hand-off and
-// split the work between passes instead of leaving it to the caller.
+// may be the thread's own copy too), then claims chunks of rows, lane by lane, its own lane's in
+// runs read in one kernel call each, as RunSegments does; Wait returns when every chunk is done.
+// model/forward_team.cc chains a decode layer's passes this way, so the threads go from one pass
+// to the next without the pool's hand-off and split the work between passes instead of leaving it
+// to the caller.
 //
 // Every output element is computed as MatMulMany / MatMulSwiGlu compute it for one token (the
 // same kernels, chunk grid and prepared activations), so results are bit for bit theirs.
