@@ -128,6 +128,19 @@ void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::
   }
 }
 
+void RunRowChunks(const KernelTable& table, const Segment* segs, int n_segs,
+                  std::int64_t chunk_rows, std::int64_t first, std::int64_t count) {
+  for (std::int64_t c = first, end = first + count; c < end;) {
+    int i = 0;
+    while (i + 1 < n_segs && segs[i + 1].first_chunk <= c) ++i;
+    const Segment& s = segs[i];
+    const std::int64_t last = i + 1 < n_segs ? std::min(end, segs[i + 1].first_chunk) : end;
+    const std::int64_t r0 = (c - s.first_chunk) * chunk_rows;
+    RunChunk(table, s, r0, std::min(s.rows, (last - s.first_chunk) * chunk_rows), 0, 1);
+    c = last;
+  }
+}
+
 namespace {
 
 // The panels of n prepared tokens, from *next on (advanced past them), into panels[*used..).
@@ -363,15 +376,7 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
       // A run of row chunks (one token chunk): one call per segment it covers. The pool's later
       // calls find the chunks claimed and return.
       const core::LaneClaims::Run run = lanes->NextRun(own_run);
-      for (std::int64_t rc = run.first, end = run.first + run.count; rc < end;) {
-        int i = 0;
-        while (i + 1 < n_segs && segs[i + 1].first_chunk <= rc) ++i;
-        const Segment& s = segs[i];
-        const std::int64_t last = i + 1 < n_segs ? std::min(end, segs[i + 1].first_chunk) : end;
-        const std::int64_t r0 = (rc - s.first_chunk) * chunk_rows;
-        RunChunk(table, s, r0, std::min(s.rows, (last - s.first_chunk) * chunk_rows), 0, 1);
-        rc = last;
-      }
+      RunRowChunks(table, segs, n_segs, chunk_rows, run.first, run.count);
       return;
     }
     const std::int64_t rc = c / token_chunks, tc = c % token_chunks;

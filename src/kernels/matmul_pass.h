@@ -83,6 +83,12 @@ void RunSegments(const KernelTable& table, Segment* segs, int n_segs, std::int64
 void RunChunk(const KernelTable& table, const Segment& s, std::int64_t r0, std::int64_t r1,
               std::int64_t t0, std::int64_t t1);
 
+// Runs row chunks [first, first + count) of a single-token pass cut into chunk_rows-row chunks
+// (the segments' first_chunk set): one RunChunk per segment they cover, so a run of neighbouring
+// chunks is read in one kernel call per product.
+void RunRowChunks(const KernelTable& table, const Segment* segs, int n_segs,
+                  std::int64_t chunk_rows, std::int64_t first, std::int64_t count);
+
 // Prepares, on the calling thread, the activations of the n tokens of every segment with a
 // fast-dot kernel, once per distinct input (q/k/v and gate/up share theirs): s.act[t] for token
 // t (and s.panel for batches). The ActQ8s live in `acts`, their arrays in this thread's scratch

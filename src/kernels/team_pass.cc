@@ -64,19 +64,11 @@ void TeamPass::RunFrom(core::LaneClaims::Run run, const float* x) {
   thread_local std::vector<internal::ActQ8> acts;
   thread_local std::vector<internal::ActPanel> panels;
   internal::PrepareSegmentActs(segs, n_segs, 1, acts, panels);
-  std::int64_t first[kMaxJobs + 1] = {};
-  for (int i = 0; i < n_segs; ++i) first[i + 1] = first[i] + CeilDiv(segs[i].rows, chunk_rows_);
+  for (int i = 1; i < n_segs; ++i) {
+    segs[i].first_chunk = segs[i - 1].first_chunk + CeilDiv(segs[i - 1].rows, chunk_rows_);
+  }
   for (; run.count > 0; run = stage_.NextRun(own_run_)) {
-    // One kernel call per segment the run's chunks cover.
-    for (std::int64_t c = run.first, end = run.first + run.count; c < end;) {
-      int i = 0;
-      while (i + 1 < n_segs && first[i + 1] <= c) ++i;
-      const std::int64_t last = std::min(end, first[i + 1]);
-      const std::int64_t r0 = (c - first[i]) * chunk_rows_;
-      const std::int64_t r1 = std::min(segs[i].rows, (last - first[i]) * chunk_rows_);
-      internal::RunChunk(table, segs[i], r0, r1, 0, 1);
-      c = last;
-    }
+    internal::RunRowChunks(table, segs, n_segs, chunk_rows_, run.first, run.count);
     stage_.Finish(static_cast<std::uint32_t>(run.count));
   }
 }
