@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/fp16.h"
 #include "kernels/kernel_table.h"
 
 namespace smartgen::kernels {
@@ -56,6 +57,10 @@ void AddInPlace(float* y, const float* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+void F32ToF16Row(const float* x, std::uint16_t* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = F32ToF16(x[i]);
+}
+
 }  // namespace internal::scalar
 
 void RmsNorm(const float* x, const float* weight, std::int64_t n, float eps, float* out) {
@@ -81,6 +86,13 @@ float SoftmaxReference(float* x, std::int64_t n) {
 
 void AddInPlace(float* y, const float* x, std::int64_t n) {
   internal::ActiveKernels().add_in_place(y, x, n);
+}
+
+void F32ToF16Row(const float* x, std::uint16_t* y, std::int64_t n) {
+  internal::ActiveKernels().f32_to_f16(x, y, n);
+}
+void F32ToF16RowReference(const float* x, std::uint16_t* y, std::int64_t n) {
+  internal::scalar::F32ToF16Row(x, y, n);
 }
 
 void GeGlu(const float* gate, const float* up, std::int64_t n, float* out) {

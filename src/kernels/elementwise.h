@@ -30,4 +30,11 @@ float SoftmaxReference(float* x, std::int64_t n);
 // y[i] += x[i]
 void AddInPlace(float* y, const float* x, std::int64_t n);
 
+// y[i] = x[i] rounded to IEEE half (fp16.h's F32ToF16: nearest even, its one quiet NaN), i < n;
+// F16C's conversion where the CPU has it. A KV row's store (kv::SequenceKv::StoreRow): 64
+// scalar conversions each of K and V were 0.7 us of a head's 3.6 us in a SmolLM2-135M decode
+// step's attention (docs/RESULTS.md, issue 14).
+void F32ToF16Row(const float* x, std::uint16_t* y, std::int64_t n);
+void F32ToF16RowReference(const float* x, std::uint16_t* y, std::int64_t n);
+
 }  // namespace smartgen::kernels

@@ -1,6 +1,7 @@
 // The element-wise kernels compiled for avx2 (flags set in CMakeLists.txt).
 #include <cstdint>
 
+#include "kernels/fp16.h"
 #include "kernels/kernel_table.h"
 #include "kernels/simd_avx2.h"
 

@@ -109,6 +109,19 @@ void AddInPlace(float* y, const float* x, std::int64_t n) {
   }
 }
 
+void F32ToF16Row(const float* x, std::uint16_t* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const S::V v = S::Load(x + i);
+    if (!S::AnyNan(v)) {
+      S::StoreF16(y + i, v);
+      continue;
+    }
+    for (int j = 0; j < L; ++j) y[i + j] = F32ToF16(x[i + j]);  // F32ToF16's NaN, not the CPU's
+  }
+  for (; i < n; ++i) y[i] = F32ToF16(x[i]);
+}
+
 void RopeApply(const RopeConfig& c, const float* cos_t, const float* sin_t, float* x, int n_heads) {
   const int half = c.n_rot / 2;
   if (c.style == RopeStyle::kNorm) {

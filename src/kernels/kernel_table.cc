@@ -11,15 +11,17 @@ namespace {
 #define SMARTGEN_KERNELS_TABLE(ns, isa_value)                                                      \
   KernelTable {                                                                                    \
     .isa = isa_value,                                                                              \
-    .mat_vec = {ns::MatVecF32,  ns::MatVecF16,  ns::MatVecBF16,  ns::MatVecQ8_0,  ns::MatVecQ4_0,  \
-                ns::MatVecQ4_K, ns::MatVecQ6_K, ns::MatVecQ4_1,  ns::MatVecQ5_0,  ns::MatVecQ5_1,  \
-                ns::MatVecQ2_K, ns::MatVecQ3_K, ns::MatVecQ5_K,  ns::MatVecIQ4_NL, ns::MatVecIQ4_XS}, \
-    .mat_mul = {ns::MatMulF32,  ns::MatMulF16,  ns::MatMulBF16,  ns::MatMulQ8_0,  ns::MatMulQ4_0,  \
-                ns::MatMulQ4_K, ns::MatMulQ6_K, ns::MatMulQ4_1,  ns::MatMulQ5_0,  ns::MatMulQ5_1,  \
-                ns::MatMulQ2_K, ns::MatMulQ3_K, ns::MatMulQ5_K,  ns::MatMulIQ4_NL, ns::MatMulIQ4_XS}, \
+    .mat_vec =                                                                                     \
+        {ns::MatVecF32,  ns::MatVecF16,  ns::MatVecBF16, ns::MatVecQ8_0,   ns::MatVecQ4_0,         \
+         ns::MatVecQ4_K, ns::MatVecQ6_K, ns::MatVecQ4_1, ns::MatVecQ5_0,   ns::MatVecQ5_1,         \
+         ns::MatVecQ2_K, ns::MatVecQ3_K, ns::MatVecQ5_K, ns::MatVecIQ4_NL, ns::MatVecIQ4_XS},      \
+    .mat_mul =                                                                                     \
+        {ns::MatMulF32,  ns::MatMulF16,  ns::MatMulBF16, ns::MatMulQ8_0,   ns::MatMulQ4_0,         \
+         ns::MatMulQ4_K, ns::MatMulQ6_K, ns::MatMulQ4_1, ns::MatMulQ5_0,   ns::MatMulQ5_1,         \
+         ns::MatMulQ2_K, ns::MatMulQ3_K, ns::MatMulQ5_K, ns::MatMulIQ4_NL, ns::MatMulIQ4_XS},      \
     .attend_blocks = ns::AttendBlocks, .attend_causal = ns::AttendCausal, .rms_norm = ns::RmsNorm, \
-    .swiglu = ns::SwiGlu, .geglu = ns::GeGlu, .softmax = ns::Softmax, .add_in_place = ns::AddInPlace,                  \
-    .rope_apply = ns::RopeApply,                                                                   \
+    .swiglu = ns::SwiGlu, .geglu = ns::GeGlu, .softmax = ns::Softmax,                              \
+    .add_in_place = ns::AddInPlace, .rope_apply = ns::RopeApply, .f32_to_f16 = ns::F32ToF16Row,    \
   }
 
 const KernelTable kScalarTable = SMARTGEN_KERNELS_TABLE(scalar, Isa::kScalar);

@@ -68,6 +68,9 @@ using SoftmaxSig = float(float* x, std::int64_t n);
 using SoftmaxFn = SoftmaxSig*;
 using AddInPlaceSig = void(float* y, const float* x, std::int64_t n);
 using AddInPlaceFn = AddInPlaceSig*;
+// y[i] = f16(x[i]), rounded as fp16.h's F32ToF16 (NaN: its quiet NaN), i < n.
+using F32ToF16RowSig = void(const float* x, std::uint16_t* y, std::int64_t n);
+using F32ToF16RowFn = F32ToF16RowSig*;
 // Rotates x[n_heads][head_dim] with per-pair cos/sin tables of n_rot / 2 entries.
 using RopeApplySig = void(const RopeConfig& c, const float* cos_t, const float* sin_t, float* x,
                           int n_heads);
@@ -85,6 +88,7 @@ struct KernelTable {
   SoftmaxFn softmax = nullptr;
   AddInPlaceFn add_in_place = nullptr;
   RopeApplyFn rope_apply = nullptr;
+  F32ToF16RowFn f32_to_f16 = nullptr;
 };
 
 // The table for `isa`, or nullptr when this build lacks it or this CPU (after the SMARTGEN_ISA
@@ -110,6 +114,7 @@ const KernelTable& ActiveKernels();
   SwiGluSig SwiGlu, GeGlu;                                                                    \
   SoftmaxSig Softmax;                                                                         \
   AddInPlaceSig AddInPlace;                                                                   \
+  F32ToF16RowSig F32ToF16Row;                                                                 \
   RopeApplySig RopeApply;                                                                     \
   }
 SMARTGEN_KERNELS_DECLARE_ISA(scalar)

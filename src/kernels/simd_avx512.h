@@ -46,6 +46,12 @@ struct Simd {
   static V LoadF16(const std::uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  // Rounds to f16, nearest even (fp16.h's F32ToF16 for every non-NaN input).
+  static void StoreF16(std::uint16_t* p, V v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  static bool AnyNan(V v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; }
   static V LoadBf16(const std::uint16_t* p) {
     const __m512i w =
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));

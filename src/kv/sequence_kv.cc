@@ -1,8 +1,10 @@
 #include "kv/sequence_kv.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
+#include "kernels/elementwise.h"
 #include "kernels/fp16.h"
 
 namespace smartgen::kv {
@@ -89,12 +91,8 @@ void SequenceKv::StoreRow(int layer, int head, std::int64_t pos, const float* k,
   std::byte* kd = KRow(layer, head, pos);
   std::byte* vd = VRow(layer, head, pos);
   if (geometry().dtype == KvDType::kF16) {
-    auto* k16 = reinterpret_cast<kernels::f16_t*>(kd);
-    auto* v16 = reinterpret_cast<kernels::f16_t*>(vd);
-    for (int d = 0; d < hd; ++d) {
-      k16[d] = kernels::F32ToF16(k[d]);
-      v16[d] = kernels::F32ToF16(v[d]);
-    }
+    kernels::F32ToF16Row(k, reinterpret_cast<kernels::f16_t*>(kd), hd);
+    kernels::F32ToF16Row(v, reinterpret_cast<kernels::f16_t*>(vd), hd);
   } else {
     std::memcpy(kd, k, sizeof(float) * hd);
     std::memcpy(vd, v, sizeof(float) * hd);
@@ -108,6 +106,33 @@ kernels::KvBlockRef SequenceKv::Ref(int layer, int head, std::int64_t block) con
   if (id == kNoBlock) return {nullptr, nullptr, 0, first};  // released: holds nothing
   const std::int64_t valid = std::min<std::int64_t>(bt, n_tokens_ - first);
   return {pool_->K(id), pool_->V(id), static_cast<std::int32_t>(valid < 0 ? 0 : valid), first};
+}
+
+void SequenceKv::Prefetch(int layer, int head, std::int64_t first_pos,
+                          std::size_t max_bytes) const {
+  const int bt = geometry().block_tokens;
+  const std::size_t row_bytes = geometry().row_bytes();
+  std::size_t asked = 0;
+  for (std::int64_t pos = std::max<std::int64_t>(first_pos, 0);
+       pos < n_tokens_ && asked < max_bytes;) {
+    const std::int64_t block = pos / bt;
+    const std::int64_t end = std::min<std::int64_t>((block + 1) * bt, n_tokens_);
+    const BlockId id = block_id(layer, head, block);
+    if (id != kNoBlock) {
+      const std::size_t offset = static_cast<std::size_t>(pos % bt) * row_bytes;
+      const std::size_t bytes = static_cast<std::size_t>(end - pos) * row_bytes;
+      for (const std::byte* rows : {pool_->K(id) + offset, pool_->V(id) + offset}) {
+        // Every cache line the rows touch (the first may start before them).
+        const auto first = reinterpret_cast<std::uintptr_t>(rows) & ~std::uintptr_t{63};
+        for (std::uintptr_t line = first; line < reinterpret_cast<std::uintptr_t>(rows) + bytes;
+             line += 64) {
+          __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3);
+        }
+      }
+      asked += 2 * bytes;
+    }
+    pos = end;
+  }
 }
 
 void SequenceKv::AllRefs(int layer, int head, std::vector<kernels::KvBlockRef>* out) const {

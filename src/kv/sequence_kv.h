@@ -77,6 +77,10 @@ class SequenceKv {
   kernels::KvBlockRef Ref(int layer, int head, std::int64_t block) const;
   // Views of blocks [0, BlocksFor(n_tokens())) of (layer, head), appended to `out`.
   void AllRefs(int layer, int head, std::vector<kernels::KvBlockRef>* out) const;
+  // Asks the CPU to bring the K and V rows of positions [first_pos, n_tokens()) of (layer, head)
+  // into cache, block by block as attention reads them, until max_bytes are asked for (released
+  // blocks are skipped). Only a hint: nothing is read or written.
+  void Prefetch(int layer, int head, std::int64_t first_pos, std::size_t max_bytes) const;
 
  private:
   std::size_t TableIndex(int layer, int head) const {

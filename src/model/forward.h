@@ -125,6 +125,10 @@ class Forward {
   };
   // Query heads per KV head the single-token attention has room for (the lse it discards).
   static constexpr int kMaxDecodeGroup = 64;
+  // K/V bytes per head a team step's thread asks into cache ahead of its attention
+  // (kv::SequenceKv::Prefetch): a 256-token context of 64-wide f16 heads, the start of a longer
+  // one (whose stream the hardware then prefetches).
+  static constexpr std::size_t kAttentionPrefetchBytes = std::size_t{64} << 10;
 
   Status Validate(std::span<ForwardChunk> chunks) const;
   void EnsureScratch(std::int64_t residual_rows, std::int64_t scratch_rows);

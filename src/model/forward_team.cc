@@ -97,12 +97,18 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
     return out;
   };
   pool_->Run([&](int, int) {
+    // The KV heads this thread attends first (its lane of each layer's attention stage).
+    const int lane = core::ThreadPool::CurrentLane();
+    const auto [own_head, own_head_end] =
+        lane >= 0 ? core::ThreadPool::SplitRange(c.n_kv_heads, lane % lanes, lanes)
+                  : std::pair<std::int64_t, std::int64_t>{0, 0};
     // This thread's normalised copy of the residual, the input of q/k/v and of gate/up; aligned
     // as Forward's own scratch (an F32 GEMV loads a vector of it per weight vector: from a
     // 16-byte aligned std::vector, Qwen2.5-0.5B F32 decoded at 0.89-0.97 of pass by pass).
     thread_local core::AlignedBuffer<float> h, ffn_in;
     if (h.size() < static_cast<std::size_t>(c.n_embd)) h.Resize(static_cast<std::size_t>(c.n_embd));
-    if (ffn_in.size() < static_cast<std::size_t>(c.n_ff)) ffn_in.Resize(static_cast<std::size_t>(c.n_ff));
+    if (ffn_in.size() < static_cast<std::size_t>(c.n_ff))
+      ffn_in.Resize(static_cast<std::size_t>(c.n_ff));
     // The down pass's input, act(gate) * up, this thread's copy.
     const auto gated = [&]() -> const float* {
       if (c.ffn_act == FfnActivation::kGelu) {
@@ -119,6 +125,14 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
       // The norms read x only once this thread holds a chunk of the pass, so nobody can be past
       // the pass and writing x (kernels::TeamPass::Work).
       p[0].Work([&] { return norm(x, w.attn_norm, h.data()); });
+      // Its heads' K/V rows come into cache while the others finish the pass (the weights read
+      // since the last step evicted them): in a SmolLM2-135M Q8_0 decode a head's attention took
+      // 4.1 k TSC cycles so against 5.2 k; issued at the layer's start instead, the prefetches
+      // slowed the thread's q/k/v chunks by as much (docs/RESULTS.md, issue 14).
+      for (std::int64_t head = own_head; head < own_head_end; ++head) {
+        chunk.kv->Prefetch(l, static_cast<int>(head), c.LayerKvStart(l, pos),
+                           kAttentionPrefetchBytes);
+      }
       p[0].Wait({{&w.wo}});
       for (std::int64_t head = attention.Next(); head >= 0; head = attention.Next()) {
         TeamAttendHead(chunk, l, static_cast<int>(head), pos);

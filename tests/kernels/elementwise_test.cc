@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <iterator>
 #include <random>
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/fp16.h"
+#include "kernels/kernel_table.h"
 
 namespace smartgen::kernels {
 namespace {
@@ -136,6 +140,36 @@ TEST(AddInPlace, EveryIsaAdds) {
       std::vector<float> got(y);
       table->add_in_place(got.data(), x.data(), n);
       for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], y[i] + x[i]);
+    }
+  }
+}
+
+// Every ISA's row conversion gives the scalar F32ToF16's bits: ties to even, subnormals, the
+// overflow edge, infinities, and NaN (fp16.h's one quiet NaN, not the CPU's payload) anywhere
+// in a vector or the tail.
+TEST(F32ToF16Row, EveryIsaMatchesScalarBits) {
+  std::mt19937 rng(11);
+  const float specials[] = {
+      0.0f,           -0.0f,         1.0f,           65504.0f,       65520.0f,
+      65519.99f,      1e-8f,         -3e-5f,         6.1035156e-05f, 5.9604645e-08f,
+      2.9802322e-08f, 1.0009765625f, 1.00048828125f, 1.00146484375f, INFINITY,
+      -INFINITY,      NAN,           -NAN,           1e30f};
+  for (std::int64_t n : kSizes) {
+    std::vector<float> x = testing::RandomVector(rng, n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (i % 5 == 0) x[i] = specials[(i / 5) % std::size(specials)];
+      if (i % 7 == 3) x[i] *= 3e4f;  // near and past the f16 range
+    }
+    std::vector<std::uint16_t> want(n);
+    F32ToF16RowReference(x.data(), want.data(), n);
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(want[i], F32ToF16(x[i])) << i;
+    for (const auto* table : testing::AvailableTables()) {
+      std::vector<std::uint16_t> got(n, 0xffff);
+      table->f32_to_f16(x.data(), got.data(), n);
+      for (std::int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i], want[i])
+            << internal::IsaName(table->isa) << " n " << n << " i " << i << " x " << x[i];
+      }
     }
   }
 }
