@@ -162,10 +162,12 @@ void BM_AttendCausalTile(benchmark::State& state, KvDType dtype, Isa isa) {
                                  kernels::internal::IsaName(isa);
       benchmark::RegisterBenchmark(("BM_AttendBlocks/" + suffix).c_str(), BM_AttendBlocks, dtype,
                                    isa)
+          ->Arg(64)
           ->Arg(4096)
           ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark(("BM_AttendBlocksStream/" + suffix).c_str(),
                                    BM_AttendBlocksStream, dtype, isa)
+          ->Arg(64)
           ->Arg(4096)
           ->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("BM_AttendCausal/" + suffix).c_str(), BM_AttendCausal, dtype,

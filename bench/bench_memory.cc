@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/page_buffer.h"
@@ -48,6 +50,77 @@ void BM_ReadBandwidth(benchmark::State& state) {
                                               benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same 512 MiB huge-page buffer read by two threads in several patterns, in turns: blocks
+// handed out in order to whichever thread asks ("dyn_<size>"; dyn_1m is how
+// kernels::MeasureReadBandwidth reads), and blocks dealt out in turn, block b to thread b % 2
+// ("static_<size>"; static_half gives each thread one contiguous half, as a decode pass's
+// lanes). Counters: each pattern's median GB/s over the turns, and `skew`, the median over the
+// static patterns' turns of the slower thread's time over the faster one's: on the 2-vCPU AMD
+// EPYC VM the two threads read at rates 1.14-1.25x apart, so the dynamic patterns, where the
+// faster thread reads more, beat the static ones by about as much (docs/RESULTS.md, issue 14).
+//   build/bench/bench_kernels --benchmark_filter=BM_ReadPatterns
+void BM_ReadPatterns(benchmark::State& state) {
+  constexpr std::size_t kBytes = std::size_t{512} << 20;
+  core::PageBuffer buf(kBytes);
+  buf.Prefault();
+  const float* base = reinterpret_cast<const float*>(buf.data());
+  const auto read_block = [&](std::size_t b, std::size_t block) {
+    benchmark::DoNotOptimize(
+        kernels::StreamSum(base + b * (block / sizeof(float)), block / sizeof(float)));
+  };
+  core::ThreadPool pool(2);
+  std::vector<double> skew;
+  const auto dealt = [&](std::size_t block) {
+    double ms[2] = {0, 0};
+    pool.Run([&](int t, int nt) {
+      core::Stopwatch watch;
+      for (auto b = static_cast<std::size_t>(t); b * block < kBytes;
+           b += static_cast<std::size_t>(nt)) {
+        read_block(b, block);
+      }
+      ms[t % 2] = watch.ElapsedMillis();
+    });
+    skew.push_back(std::max(ms[0], ms[1]) / std::min(ms[0], ms[1]));
+  };
+  const auto dynamic = [&](std::size_t block) {
+    pool.ForEachChunk(static_cast<std::int64_t>(kBytes / block),
+                      [&](std::int64_t c) { read_block(static_cast<std::size_t>(c), block); });
+  };
+  struct Pattern {
+    const char* name;
+    bool dynamic;
+    std::size_t block;
+  };
+  constexpr std::size_t kKiB = 1024, kMiB = kKiB * 1024;
+  const Pattern patterns[] = {{"dyn_1m", true, kMiB},           {"dyn_256k", true, 256 * kKiB},
+                              {"dyn_4m", true, 4 * kMiB},       {"static_half", false, kBytes / 2},
+                              {"static_64k", false, 64 * kKiB}, {"static_1m", false, kMiB},
+                              {"static_4m", false, 4 * kMiB},   {"static_32m", false, 32 * kMiB}};
+  constexpr int kPatterns = static_cast<int>(std::size(patterns));
+  std::vector<double> rates[kPatterns];
+  int turn = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < kPatterns; ++i) {
+      const int p = (i + turn) % kPatterns;
+      core::Stopwatch watch;
+      if (patterns[p].dynamic) {
+        dynamic(patterns[p].block);
+      } else {
+        dealt(patterns[p].block);
+      }
+      rates[p].push_back(static_cast<double>(kBytes) / (watch.ElapsedMillis() * 1e6));
+    }
+    ++turn;
+  }
+  for (int p = 0; p < kPatterns; ++p) {
+    std::sort(rates[p].begin(), rates[p].end());
+    state.counters[patterns[p].name] = rates[p][rates[p].size() / 2];
+  }
+  std::sort(skew.begin(), skew.end());
+  state.counters["skew"] = skew[skew.size() / 2];
+}
+BENCHMARK(BM_ReadPatterns)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3);
 
 // One thread's streaming sum of `bytes` at p.
 double ReadMillis(const std::byte* p, std::size_t bytes) {
