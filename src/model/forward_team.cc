@@ -97,7 +97,8 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
     return out;
   };
   pool_->Run([&](int, int) {
-    // The KV heads this thread attends first (its lane of each layer's attention stage).
+    // The KV heads this thread attends first: its lane of each layer's attention stage, split as
+    // core::LaneClaims splits it (a wrong guess only wastes the prefetch below).
     const int lane = core::ThreadPool::CurrentLane();
     const auto [own_head, own_head_end] =
         lane >= 0 ? core::ThreadPool::SplitRange(c.n_kv_heads, lane % lanes, lanes)
@@ -127,7 +128,7 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
       p[0].Work([&] { return norm(x, w.attn_norm, h.data()); });
       // Its heads' K/V rows come into cache while the others finish the pass (the weights read
       // since the last step evicted them): in a SmolLM2-135M Q8_0 decode a head's attention took
-      // 4.1 k TSC cycles so against 5.2 k; issued at the layer's start instead, the prefetches
+      // 4.1 k TSC cycles against 5.2 k without; issued at the layer's start instead, the prefetches
       // slowed the thread's q/k/v chunks by as much (docs/RESULTS.md, issue 14).
       for (std::int64_t head = own_head; head < own_head_end; ++head) {
         chunk.kv->Prefetch(l, static_cast<int>(head), c.LayerKvStart(l, pos),
