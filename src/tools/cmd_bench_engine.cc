@@ -13,17 +13,18 @@
 // per pass instead of Forward's team step, model/forward_team.cc) and reports their ratio per
 // pair of reps: the same process, weights and threads, so the machine's swings cancel.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/clock.h"
+#include "core/cpu_clock.h"
 #include "core/cpu_features.h"
 #include "core/process_stats.h"
 #include "kernels/read_bandwidth.h"
@@ -68,6 +69,16 @@ Rates Summarize(std::vector<double> v, const std::string& stat) {
   return {stat == "best" ? v.back() : median, v.front(), v.back()};
 }
 nlohmann::json RatesJson(const Rates& r) { return {{"value", r.value}, {"min", r.min}, {"max", r.max}}; }
+
+// How long MeasureCpuClocks runs on each CPU.
+constexpr std::chrono::microseconds kClockSample{20'000};
+
+// {"0": 3.59, "1": 2.21}: each CPU's clock (core/cpu_clock.h).
+nlohmann::json ClocksJson(const std::vector<core::CpuClock>& clocks) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const core::CpuClock& c : clocks) j[std::to_string(c.cpu)] = c.ghz;
+  return j;
+}
 
 // The 1-minute load average, to record what else ran during the measurement.
 double LoadAverage() {
@@ -245,6 +256,12 @@ Status BenchEngine(const BenchEngineOptions& o) {
     probe->Sample(1);  // untimed: the first pass after faulting the buffer in
     bw_samples.push_back(probe->Sample());
   }
+  // With the probe, each CPU's clock as a pinned thread sees it, before and after the decode
+  // reps (core/cpu_clock.h: on a VM, the host's share of each vCPU).
+  std::vector<core::CpuClock> clocks_before, clocks_after;
+  if (o.measure_bandwidth) {
+    SG_ASSIGN_OR_RETURN(clocks_before, core::MeasureCpuClocks(kClockSample));
+  }
   const double mem_gbs = o.measure_bandwidth ? bw_samples[0] : o.mem_gbs;
   if (!o.json) {
     std::fprintf(stderr,
@@ -260,6 +277,10 @@ Status BenchEngine(const BenchEngineOptions& o) {
     }
     if (o.prefill_hooks) {
       std::fprintf(stderr, "prefill: one hooked Forward::Run (--prefill-hooks)\n");
+    }
+    if (!clocks_before.empty()) {
+      std::fprintf(stderr, "cpu clocks (dependent adds per ns, each CPU pinned in turn): %s\n",
+                   core::FormatCpuClocks(clocks_before).c_str());
     }
     if (mem_gbs > 0) {
       std::fprintf(stderr, "read bandwidth: %.1f GB/s (%s); decode floor %.1f tok/s\n", mem_gbs,
@@ -335,6 +356,7 @@ Status BenchEngine(const BenchEngineOptions& o) {
     }
     share = Summarize(shares, o.stat);
     bandwidth = Summarize(bw_samples, "median");
+    SG_ASSIGN_OR_RETURN(clocks_after, core::MeasureCpuClocks(kClockSample));
   }
   const double bw_share = share.value;
 
@@ -372,6 +394,8 @@ Status BenchEngine(const BenchEngineOptions& o) {
         if (probe) {
           j["mem_gbs_samples"] = bw_samples;
           j["decode_share_of_bandwidth_floor_spread"] = RatesJson(share);
+          j["cpu_ghz_before"] = ClocksJson(clocks_before);
+          j["cpu_ghz_after"] = ClocksJson(clocks_after);
         }
       }
       if (o.gemm_gflops > 0) j["prefill_share_of_gemm_peak"] = gemm_share;
@@ -402,6 +426,7 @@ Status BenchEngine(const BenchEngineOptions& o) {
       } else if (mem_gbs > 0) {
         std::printf(" (%3.0f%% of bandwidth floor)", 100 * bw_share);
       }
+      if (probe) std::printf("   cpu clocks after %s", core::FormatCpuClocks(clocks_after).c_str());
       std::printf("   threads %d   peak RSS %.0f MB%s   load %.2f\n", o.engine.threads,
                   core::PeakRssBytes() / 1e6, probe ? " (with the 1 GiB bandwidth probe)" : "",
                   LoadAverage());
