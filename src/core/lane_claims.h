@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/lane_shares.h"
 #include "core/thread_pool.h"
 
 namespace smartgen::core {
@@ -28,6 +29,15 @@ class LaneClaims {
   LaneClaims(std::int64_t n, int lanes) : id_(NextId()), lanes_(std::clamp(lanes, 1, kMaxLanes)) {
     for (int l = 0; l < lanes_; ++l) {
       const auto [begin, end] = ThreadPool::SplitRange(n, l, lanes_);
+      lane_[l].next.store(begin, std::memory_order_relaxed);
+      lane_[l].end = end;
+    }
+  }
+  // Lanes sized by `shares` (its lanes() lanes, LaneShares::Range) instead of evenly.
+  LaneClaims(std::int64_t n, const LaneShares& shares)
+      : id_(NextId()), lanes_(std::clamp(shares.lanes(), 1, kMaxLanes)) {
+    for (int l = 0; l < lanes_; ++l) {
+      const auto [begin, end] = shares.Range(n, l);
       lane_[l].next.store(begin, std::memory_order_relaxed);
       lane_[l].end = end;
     }

@@ -44,8 +44,13 @@ class TeamStage {
   TeamStage& operator=(const TeamStage&) = delete;
 
   // n items (0 <= n < 2^32) for `lanes` threads. Not while a job uses the stage.
-  void Reset(std::int64_t n, int lanes) {
-    claims_.emplace(n, lanes);
+  // With `shares` (not null), the lanes are sized by them (their lanes() lanes).
+  void Reset(std::int64_t n, int lanes, const LaneShares* shares = nullptr) {
+    if (shares != nullptr && shares->lanes() == std::clamp(lanes, 1, LaneClaims::kMaxLanes)) {
+      claims_.emplace(n, *shares);
+    } else {
+      claims_.emplace(n, lanes);
+    }
     n_ = static_cast<std::uint32_t>(n);
     done_.store(0, std::memory_order_relaxed);
     lanes_ = std::clamp(lanes, 1, LaneClaims::kMaxLanes);

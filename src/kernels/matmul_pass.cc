@@ -274,7 +274,8 @@ std::int64_t VecChunkRows(std::int64_t total_rows, std::size_t max_row_bytes, in
   return std::max(kRowGrain, RoundUp(rows, kRowGrain));
 }
 
-core::IdlePrefetch PlanIdlePrefetch(const NextPass& next, int threads) {
+core::IdlePrefetch PlanIdlePrefetch(const NextPass& next, int threads,
+                                    const core::LaneShares* shares) {
   core::IdlePrefetch plan;
   int m = 0;
   while (m < 3 && next.w[m] != nullptr) ++m;
@@ -293,7 +294,9 @@ core::IdlePrefetch PlanIdlePrefetch(const NextPass& next, int threads) {
   }
   const int lanes = std::min(threads, core::IdlePrefetch::kMaxLanes);
   for (int lane = 0; lane < lanes; ++lane) {
-    const auto [cb, ce] = core::ThreadPool::SplitRange(row_chunks, lane, threads);
+    const auto [cb, ce] = shares != nullptr && shares->lanes() == threads
+                              ? shares->Range(row_chunks, lane)
+                              : core::ThreadPool::SplitRange(row_chunks, lane, threads);
     std::size_t left = kIdlePrefetchBytes;
     for (int i = 0; i < m && left > 0; ++i) {
       const WeightView& w = *next.w[i];

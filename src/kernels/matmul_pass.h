@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/idle_prefetch.h"
+#include "core/lane_shares.h"
 #include "core/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
@@ -131,6 +132,7 @@ inline constexpr std::size_t kIdlePrefetchBytes = std::size_t{1} << 20;
 // (core::LaneClaims over the pass's chunks), the first kIdlePrefetchBytes of the rows that lane
 // reads first, per matrix in the pass's order (a gated pass: half for the gate rows, half for
 // the up rows). Empty for one thread or an empty `next`.
-core::IdlePrefetch PlanIdlePrefetch(const NextPass& next, int threads);
+core::IdlePrefetch PlanIdlePrefetch(const NextPass& next, int threads,
+                                    const core::LaneShares* shares = nullptr);
 
 }  // namespace smartgen::kernels::internal

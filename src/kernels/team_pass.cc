@@ -13,10 +13,11 @@ std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-void TeamPass::Reset(std::span<const MatJob> jobs, int lanes) {
+void TeamPass::Reset(std::span<const MatJob> jobs, int lanes, const core::LaneShares* shares) {
   n_jobs_ = static_cast<int>(std::min<std::size_t>(jobs.size(), kMaxJobs));
   std::copy_n(jobs.begin(), n_jobs_, jobs_);
   up_ = nullptr;
+  shares_ = shares;
   Plan(lanes);
 }
 
@@ -25,6 +26,7 @@ void TeamPass::ResetGated(const WeightView& gate, const WeightView& up, float* o
   jobs_[0] = MatJob{&gate, nullptr, out};
   n_jobs_ = 1;
   up_ = &up;  // a chunk of gate rows reads as many of up's
+  shares_ = nullptr;
   gelu_ = gelu;
   Plan(lanes);
 }
@@ -43,7 +45,7 @@ void TeamPass::Plan(int lanes) {
   std::int64_t chunks = 0;
   for (int i = 0; i < n_jobs_; ++i) chunks += CeilDiv(jobs_[i].w->rows, chunk_rows_);
   own_run_ = internal::VecOwnRun(chunk_rows_, max_row_bytes);
-  stage_.Reset(chunks, lanes_);
+  stage_.Reset(chunks, lanes_, shares_);
 }
 
 void TeamPass::RunFrom(core::LaneClaims::Run run, const float* x) {
@@ -75,7 +77,7 @@ void TeamPass::RunFrom(core::LaneClaims::Run run, const float* x) {
 
 void TeamPass::Wait(const NextPass& next) const {
   if (stage_.Done()) return;
-  const core::IdlePrefetch plan = internal::PlanIdlePrefetch(next, lanes_);
+  const core::IdlePrefetch plan = internal::PlanIdlePrefetch(next, lanes_, shares_);
   stage_.Wait(&plan);
 }
 

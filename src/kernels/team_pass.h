@@ -25,7 +25,9 @@ class TeamPass {
   // The pass of up to kMaxJobs products of one token (jobs' x is ignored: Work's input is used),
   // for `lanes` threads. Not while a job uses the pass.
   static constexpr int kMaxJobs = 3;
-  void Reset(std::span<const MatJob> jobs, int lanes);
+  // With `shares` (not null; it must outlive the pass's use), the lanes are sized by them
+  // (core::LaneShares), and so are those of the next pass Wait() prefetches.
+  void Reset(std::span<const MatJob> jobs, int lanes, const core::LaneShares* shares = nullptr);
   // The gated FFN input: out = act(gate x) * (up x), act SiLU, or GELU (tanh form) when `gelu`.
   void ResetGated(const WeightView& gate, const WeightView& up, float* out, bool gelu, int lanes);
 
@@ -56,6 +58,7 @@ class TeamPass {
   const WeightView* up_ = nullptr;  // gated passes: jobs_[0] is the gate
   bool gelu_ = false;
   int lanes_ = 1;
+  const core::LaneShares* shares_ = nullptr;
   std::int64_t chunk_rows_ = 0;
   std::int64_t own_run_ = 1;  // chunks of its own lane a thread claims at once
 };

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/bytes.h"
+#include "core/lane_shares.h"
 #include "core/result.h"
 #include "core/team_stage.h"
 #include "core/thread_pool.h"
@@ -185,6 +186,7 @@ class Forward {
   std::unique_ptr<kernels::TeamPass[]> team_passes_;   // 4 per layer
   std::unique_ptr<core::TeamStage[]> team_attention_;  // 1 per layer
   core::AlignedBuffer<float> team_up_;                 // the up product (n_ff)
+  core::LaneShares team_shares_;                       // the passes' lanes, from the steps' waits
 
   // Scratch, [rows][dim] row-major, grown on demand: x_ (the residual) by batch rows, the rest
   // by micro-batch rows.

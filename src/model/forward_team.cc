@@ -5,11 +5,14 @@
 // while the other threads spin: on SmolLM2-135M Q8_0 with two threads the worker sat idle for a
 // fifth of the step (perf, docs/RESULTS.md). Here every thread of one job walks the layers
 // itself: each stage is shared through a core::TeamStage (kernels::TeamPass for the matrix
-// passes), a thread normalises and quantises its own copy of a pass's input, the attention is
-// split by KV head, and a thread that is done with a stage prefetches the next pass's weights
-// while the others finish theirs. Every value is computed by the same kernels on the same inputs
-// as pass by pass, so the logits are the same bit for bit (forward_team_test).
+// passes, whose lanes core::LaneShares sizes from the threads' waits in the steps before: a
+// thread on a vCPU the host runs less gets less), a thread normalises and quantises its own copy
+// of a pass's input, the attention is split by KV head, and a thread that is done with a stage
+// prefetches the next pass's weights while the others finish theirs. Every value is computed by the
+// same kernels on the same inputs as pass by pass, so the logits are the same bit for bit
+// (forward_team_test).
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -70,6 +73,7 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
     team_layers_ = c.n_layers;
   }
   if (team_up_.size() < static_cast<std::size_t>(c.n_ff)) team_up_.Resize(static_cast<std::size_t>(c.n_ff));
+  if (team_shares_.lanes() != lanes) team_shares_.Reset(lanes);
   float* const x = x_.data();  // the step's one residual row
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& w = model_.layer(l);
@@ -77,25 +81,31 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
     const kernels::MatJob qkv[] = {{&w.wk, nullptr, k_.data()},
                                    {&w.wv, nullptr, v_.data()},
                                    {&w.wq, nullptr, q_.data()}};
-    p[0].Reset(qkv, lanes);
+    p[0].Reset(qkv, lanes, &team_shares_);
     team_attention_[l].Reset(c.n_kv_heads, lanes);
     const kernels::MatJob o[] = {{&w.wo, nullptr, x, /*accumulate=*/true}};
-    p[1].Reset(o, lanes);
+    p[1].Reset(o, lanes, &team_shares_);
     // gate and up as two plain products, not one gated product: a thread's lane is then one
     // matrix read front to back, not the same rows of both in turn (bench_kernels'
     // BM_DecodeTeamPassesLayout, docs/RESULTS.md); each thread applies the activation to its own
     // copy of the two for the down pass.
     const kernels::MatJob gate_up[] = {{&w.w_gate, nullptr, gate_.data()},
                                        {&w.w_up, nullptr, team_up_.data()}};
-    p[2].Reset(gate_up, lanes);
+    p[2].Reset(gate_up, lanes, &team_shares_);
     const kernels::MatJob down[] = {{&w.w_down, nullptr, x, /*accumulate=*/true}};
-    p[3].Reset(down, lanes);
+    p[3].Reset(down, lanes, &team_shares_);
   }
   const std::int64_t pos = chunk_first_pos_[0];
   const auto norm = [&](const float* in, const std::vector<float>& weight, float* out) -> const float* {
     kernels::RmsNorm(in, weight.data(), c.n_embd, c.rms_eps, out);
     return out;
   };
+  // Each thread's time in the stages' waits, for team_shares_.
+  struct alignas(64) Waited {
+    core::Nanos ns = 0;
+  };
+  std::array<Waited, core::LaneShares::kMaxLanes> waited{};
+  const core::Nanos step_start = core::NowNanos();
   pool_->Run([&](int, int) {
     // The KV heads this thread attends first: its lane of each layer's attention stage, split as
     // core::LaneClaims splits it (a wrong guess only wastes the prefetch below).
@@ -119,6 +129,14 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
       }
       return ffn_in.data();
     };
+    core::Nanos& my_wait =
+        waited[static_cast<std::size_t>(std::clamp(lane, 0, core::LaneShares::kMaxLanes - 1))].ns;
+    const auto wait = [&my_wait](const auto& stage, const auto& how) {
+      if (stage.Done()) return;
+      const core::Nanos start = core::NowNanos();
+      how();
+      my_wait += core::NowNanos() - start;
+    };
     for (int l = 0; l < c.n_layers; ++l) {
       const LayerWeights& w = model_.layer(l);
       kernels::TeamPass* p = &team_passes_[static_cast<std::size_t>(l) * 4];
@@ -134,20 +152,26 @@ void Forward::RunTeamLayers(const ForwardChunk& chunk) {
         chunk.kv->Prefetch(l, static_cast<int>(head), c.LayerKvStart(l, pos),
                            kAttentionPrefetchBytes);
       }
-      p[0].Wait({{&w.wo}});
+      wait(p[0], [&] { p[0].Wait({{&w.wo}}); });
       for (std::int64_t head = attention.Next(); head >= 0; head = attention.Next()) {
         TeamAttendHead(chunk, l, static_cast<int>(head), pos);
         attention.Finish();
       }
-      attention.Wait(nullptr);
+      wait(attention, [&] { attention.Wait(nullptr); });
       p[1].Work([&] { return att_.data(); });
-      p[1].Wait({{&w.w_gate, &w.w_up}});
+      wait(p[1], [&] { p[1].Wait({{&w.w_gate, &w.w_up}}); });
       p[2].Work([&] { return norm(x, w.ffn_norm, h.data()); });
-      p[2].Wait({{&w.w_down}});
+      wait(p[2], [&] { p[2].Wait({{&w.w_down}}); });
       p[3].Work(gated);
-      p[3].Wait(NextLayerQkv(l + 1));
+      wait(p[3], [&] { p[3].Wait(NextLayerQkv(l + 1)); });
     }
   });
+  std::array<core::Nanos, core::LaneShares::kMaxLanes> wait_ns{};
+  const int timed = std::min(lanes, core::LaneShares::kMaxLanes);
+  for (int i = 0; i < timed; ++i)
+    wait_ns[static_cast<std::size_t>(i)] = waited[static_cast<std::size_t>(i)].ns;
+  team_shares_.Learn(std::span<const core::Nanos>(wait_ns.data(), static_cast<std::size_t>(timed)),
+                     core::NowNanos() - step_start);
 }
 
 }  // namespace smartgen::model

@@ -1,10 +1,11 @@
 // kernels::internal::PlanIdlePrefetch: which bytes of the next pass each lane's thread reads
 // first, against the pass's own chunk geometry (VecChunkRows, LaneClaims' SplitRange).
+#include <gtest/gtest.h>
+
 #include <cstddef>
 #include <vector>
 
-#include <gtest/gtest.h>
-
+#include "core/lane_shares.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_pass.h"
@@ -16,12 +17,16 @@ WeightView F32(const std::vector<float>& data, std::int64_t rows, std::int64_t c
   return {gguf::GgmlType::kF32, data.data(), rows, cols};
 }
 
-// The row at which `lane` of `threads` starts in a pass over matrices of these row counts.
-std::pair<int, std::int64_t> LaneStart(const std::vector<std::int64_t>& rows, std::int64_t chunk_rows,
-                                       int lane, int threads) {
+// The row at which `lane` of `threads` starts in a pass over matrices of these row counts (lanes
+// split evenly, or by `shares`).
+std::pair<int, std::int64_t> LaneStart(const std::vector<std::int64_t>& rows,
+                                       std::int64_t chunk_rows, int lane, int threads,
+                                       const core::LaneShares* shares = nullptr) {
   std::int64_t row_chunks = 0;
   for (std::int64_t r : rows) row_chunks += (r + chunk_rows - 1) / chunk_rows;
-  std::int64_t c = core::ThreadPool::SplitRange(row_chunks, lane, threads).first;
+  std::int64_t c = shares != nullptr
+                       ? shares->Range(row_chunks, lane).first
+                       : core::ThreadPool::SplitRange(row_chunks, lane, threads).first;
   for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
     const std::int64_t chunks = (rows[i] + chunk_rows - 1) / chunk_rows;
     if (c < chunks) return {i, c * chunk_rows};
@@ -50,6 +55,27 @@ TEST(PlanIdlePrefetch, EachLaneStartsWhereItsChunksOfTheNextPassStart) {
       EXPECT_EQ(plan.n_ranges[lane], 0);
     }
   }
+}
+
+TEST(PlanIdlePrefetch, LanesSizedBySharesStartWhereTheSharesPutThem) {
+  std::vector<float> k(192 * 576), v(192 * 576), q(576 * 576);
+  const WeightView wk = F32(k, 192, 576), wv = F32(v, 192, 576), wq = F32(q, 576, 576);
+  const NextPass next{{&wk, &wv, &wq}};
+  core::LaneShares shares;
+  shares.Reset(2);
+  // Lane 1's thread waits 300 us of every 1000-us step: its lane grows to about 0.59 of a pass.
+  for (int i = 0; i < core::LaneShares::kWindow; ++i) {
+    shares.Learn(std::vector<core::Nanos>{0, 300'000}, 1'000'000);
+  }
+  const std::int64_t chunk_rows = VecChunkRows(192 + 192 + 576, 576 * 4, 2);
+  const auto [m, row] = LaneStart({192, 192, 576}, chunk_rows, 1, 2, &shares);
+  ASSERT_NE(LaneStart({192, 192, 576}, chunk_rows, 1, 2),
+            LaneStart({192, 192, 576}, chunk_rows, 1, 2, &shares));
+  const WeightView* w[] = {&wk, &wv, &wq};
+  const core::IdlePrefetch plan = PlanIdlePrefetch(next, 2, &shares);
+  ASSERT_GT(plan.n_ranges[1], 0);
+  EXPECT_EQ(plan.ranges[1][0].p, w[m]->row(row));
+  EXPECT_EQ(plan.ranges[0][0].p, wk.row(0));
 }
 
 TEST(PlanIdlePrefetch, AGatedPassSplitsTheBudgetBetweenGateAndUpRows) {
