@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/lane_shares.h"
 #include "kernels/matmul.h"
 #include "model/forward.h"
 #include "model/synthetic_model.h"
@@ -109,6 +110,28 @@ TEST_P(ForwardTeamTest, DecodeStepsEqualPassByPassBitForBit) {
       }
     }
   }
+  kernels::SetFastDot(false);
+}
+
+// Past core::LaneShares' window the passes' lanes are sized by the threads' waits (no longer
+// split evenly): the steps still equal pass by pass bit for bit.
+TEST_P(ForwardTeamTest, DecodeStepsEqualPassByPassOnceTheLanesFollowTheWaits) {
+  const auto model = MakeTeamModel(GetParam().preset, GetParam().type);
+  ASSERT_NE(model, nullptr);
+  kernels::SetFastDot(true);
+  core::ThreadPool pool(2);
+  ForwardOptions pass_by_pass;
+  pass_by_pass.team_decode = false;
+  Forward team(*model, &pool), passes(*model, &pool, pass_by_pass);
+  kv::BlockPool blocks(team.KvGeometryFor(kv::KvDType::kF16, 16), 256);
+  kv::SequenceKv a(&blocks), b(&blocks);
+  const int steps = core::LaneShares::kWindow + 24;
+  const auto got = TeamDecode(team, blocks, &a, steps);
+  const auto want = TeamDecode(passes, blocks, &b, steps);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t s = 0; s < got.size(); ++s)
+    EXPECT_TRUE(TeamSameBits(got[s], want[s])) << "step " << s;
+  EXPECT_TRUE(TeamSameKv(a, b));
   kernels::SetFastDot(false);
 }
 
