@@ -5,13 +5,13 @@
 // (core::LaneClaims, kernels::TeamPass), so the others can take few of its chunks or none:
 // SmolLM2-135M's o and down passes are 9 chunks a lane, claimed in one run. On the 2-vCPU AMD
 // EPYC VM the host gives one vCPU much less time than the other for minutes at a time
-// (core/cpu_clock.h: 1.3-2.2 G dependent adds a nanosecond on one, 3.6 on the other), and with
+// (core/cpu_clock.h: 1.3-2.2 G dependent adds a second on one, 3.6 G on the other), and with
 // even lanes the thread on the faster one then waits at the end of every pass (scratch timers:
 // 17-26 % of its step against 3-10 % for the other; docs/RESULTS.md, issue 14). Here the shares
 // follow the threads' rates: after each step, the shares that would have evened the threads'
 // busy times (step time less waits) in that step are noted, and each share is the median of the
 // last kWindow steps' (bounded). Measured so, a single step in which the host stopped one vCPU
-// moves nothing, and the lanes follow a lasting difference within a few dozen tokens; smoothing
+// moves nothing, and the lanes follow a lasting difference within kWindow tokens; smoothing
 // the per-step shares exponentially (a quarter per step) instead made the lanes swing by a chunk
 // or two from step to step and decoded 0.85-1.0x as fast. Which thread computes which rows
 // changes no result: every row is computed the same way by whichever thread holds it.

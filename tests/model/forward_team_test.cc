@@ -84,6 +84,13 @@ void PrintTo(const TeamCase& c, std::ostream* os) { *os << c.preset << " " << gg
 
 class ForwardTeamTest : public ::testing::TestWithParam<TeamCase> {};
 
+// Options of the Forward that decodes pass by pass, the team step's reference.
+ForwardOptions PassByPass() {
+  ForwardOptions o;
+  o.team_decode = false;
+  return o;
+}
+
 TEST_P(ForwardTeamTest, DecodeStepsEqualPassByPassBitForBit) {
   const auto model = MakeTeamModel(GetParam().preset, GetParam().type);
   ASSERT_NE(model, nullptr);
@@ -92,9 +99,7 @@ TEST_P(ForwardTeamTest, DecodeStepsEqualPassByPassBitForBit) {
     for (const int threads : {2, 3}) {
       for (const kv::KvDType dtype : {kv::KvDType::kF32, kv::KvDType::kF16}) {
         core::ThreadPool pool(threads);
-        ForwardOptions pass_by_pass;
-        pass_by_pass.team_decode = false;
-        Forward team(*model, &pool), passes(*model, &pool, pass_by_pass);
+        Forward team(*model, &pool), passes(*model, &pool, PassByPass());
         kv::BlockPool blocks(team.KvGeometryFor(dtype, 16), 256);
         kv::SequenceKv a(&blocks), b(&blocks);
         // 40 steps from 23 tokens: the KV crosses block boundaries (16 tokens) mid-way.
@@ -120,12 +125,10 @@ TEST_P(ForwardTeamTest, DecodeStepsEqualPassByPassOnceTheLanesFollowTheWaits) {
   ASSERT_NE(model, nullptr);
   kernels::SetFastDot(true);
   core::ThreadPool pool(2);
-  ForwardOptions pass_by_pass;
-  pass_by_pass.team_decode = false;
-  Forward team(*model, &pool), passes(*model, &pool, pass_by_pass);
+  Forward team(*model, &pool), passes(*model, &pool, PassByPass());
   kv::BlockPool blocks(team.KvGeometryFor(kv::KvDType::kF16, 16), 256);
   kv::SequenceKv a(&blocks), b(&blocks);
-  const int steps = core::LaneShares::kWindow + 24;
+  const int steps = core::LaneShares::kWindow + 40;
   const auto got = TeamDecode(team, blocks, &a, steps);
   const auto want = TeamDecode(passes, blocks, &b, steps);
   ASSERT_EQ(got.size(), want.size());
@@ -141,9 +144,7 @@ TEST_P(ForwardTeamTest, BusyPoolRunsTheStepOnTheCallerAlone) {
   const auto model = MakeTeamModel(GetParam().preset, GetParam().type);
   ASSERT_NE(model, nullptr);
   core::ThreadPool pool(2);
-  ForwardOptions pass_by_pass;
-  pass_by_pass.team_decode = false;
-  Forward team(*model, &pool), passes(*model, &pool, pass_by_pass);
+  Forward team(*model, &pool), passes(*model, &pool, PassByPass());
   kv::BlockPool blocks(team.KvGeometryFor(kv::KvDType::kF32, 16), 128);
   kv::SequenceKv a(&blocks), b(&blocks);
   const auto want = TeamDecode(passes, blocks, &b, 3);
