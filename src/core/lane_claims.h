@@ -26,18 +26,11 @@ class LaneClaims {
  public:
   static constexpr int kMaxLanes = 16;
 
-  LaneClaims(std::int64_t n, int lanes) : id_(NextId()), lanes_(std::clamp(lanes, 1, kMaxLanes)) {
+  // With `shares` (may be null) for as many lanes, the lanes are sized by them (LaneRange).
+  LaneClaims(std::int64_t n, int lanes, const LaneShares* shares = nullptr)
+      : id_(NextId()), lanes_(std::clamp(lanes, 1, kMaxLanes)) {
     for (int l = 0; l < lanes_; ++l) {
-      const auto [begin, end] = ThreadPool::SplitRange(n, l, lanes_);
-      lane_[l].next.store(begin, std::memory_order_relaxed);
-      lane_[l].end = end;
-    }
-  }
-  // Lanes sized by `shares` (its lanes() lanes, LaneShares::Range) instead of evenly.
-  LaneClaims(std::int64_t n, const LaneShares& shares)
-      : id_(NextId()), lanes_(std::clamp(shares.lanes(), 1, kMaxLanes)) {
-    for (int l = 0; l < lanes_; ++l) {
-      const auto [begin, end] = shares.Range(n, l);
+      const auto [begin, end] = LaneRange(n, l, lanes_, shares);
       lane_[l].next.store(begin, std::memory_order_relaxed);
       lane_[l].end = end;
     }

@@ -104,4 +104,13 @@ class LaneShares {
   std::int64_t steps_ = 0;
 };
 
+// Lane `lane` of `lanes`' share of n items: by `shares` where they are shares for `lanes` threads,
+// else even (ThreadPool::SplitRange). The one rule LaneClaims and the passes' idle prefetch plans
+// both follow, so a thread prefetches the rows it will claim.
+inline std::pair<std::int64_t, std::int64_t> LaneRange(std::int64_t n, int lane, int lanes,
+                                                       const LaneShares* shares) {
+  return shares != nullptr && shares->lanes() == lanes ? shares->Range(n, lane)
+                                                       : ThreadPool::SplitRange(n, lane, lanes);
+}
+
 }  // namespace smartgen::core

@@ -44,13 +44,9 @@ class TeamStage {
   TeamStage& operator=(const TeamStage&) = delete;
 
   // n items (0 <= n < 2^32) for `lanes` threads. Not while a job uses the stage.
-  // With `shares` (not null), the lanes are sized by them (their lanes() lanes).
+  // With `shares` (may be null) for as many lanes, the lanes are sized by them (LaneRange).
   void Reset(std::int64_t n, int lanes, const LaneShares* shares = nullptr) {
-    if (shares != nullptr && shares->lanes() == std::clamp(lanes, 1, LaneClaims::kMaxLanes)) {
-      claims_.emplace(n, *shares);
-    } else {
-      claims_.emplace(n, lanes);
-    }
+    claims_.emplace(n, lanes, shares);
     n_ = static_cast<std::uint32_t>(n);
     done_.store(0, std::memory_order_relaxed);
     lanes_ = std::clamp(lanes, 1, LaneClaims::kMaxLanes);

@@ -294,9 +294,7 @@ core::IdlePrefetch PlanIdlePrefetch(const NextPass& next, int threads,
   }
   const int lanes = std::min(threads, core::IdlePrefetch::kMaxLanes);
   for (int lane = 0; lane < lanes; ++lane) {
-    const auto [cb, ce] = shares != nullptr && shares->lanes() == threads
-                              ? shares->Range(row_chunks, lane)
-                              : core::ThreadPool::SplitRange(row_chunks, lane, threads);
+    const auto [cb, ce] = core::LaneRange(row_chunks, lane, threads, shares);
     std::size_t left = kIdlePrefetchBytes;
     for (int i = 0; i < m && left > 0; ++i) {
       const WeightView& w = *next.w[i];

@@ -107,7 +107,7 @@ TEST(LaneShares, ClaimsFollowTheSharesAndHandOutEveryChunkOnce) {
   LearnSteps(shares, {0, 300}, LaneShares::kWindow);
   {
     // A thread alone (outside a pool: lane 0) runs its whole lane, then the other's one by one.
-    LaneClaims claims(32, shares);
+    LaneClaims claims(32, 2, &shares);
     const auto [b1, e1] = shares.Range(32, 1);
     ASSERT_EQ(b1, 13);
     const LaneClaims::Run own = claims.NextRun(1000);
@@ -119,7 +119,7 @@ TEST(LaneShares, ClaimsFollowTheSharesAndHandOutEveryChunkOnce) {
   }
   ThreadPool pool(2);
   for (std::int64_t n : {1, 18, 32, 1000}) {
-    LaneClaims claims(n, shares);
+    LaneClaims claims(n, 2, &shares);
     std::vector<int> hits(static_cast<std::size_t>(n), 0);
     std::mutex mu;
     pool.Run([&](int, int) {
