@@ -60,22 +60,29 @@ MatMulFn FastDotMulKernel(const KernelTable& table, gguf::GgmlType type) {
 
 MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, PrepareActFn* prepare) {
   if (!g_fast_dot.load(std::memory_order_relaxed)) return nullptr;
-  const int kind = type == gguf::GgmlType::kQ8_0   ? 0
-                   : type == gguf::GgmlType::kQ4_0 ? 1
-                   : type == gguf::GgmlType::kQ5_0 ? 2
-                   : type == gguf::GgmlType::kQ4_K ? 3
-                   : type == gguf::GgmlType::kQ6_K ? 4
-                                                   : -1;
+  // Kinds 0-4 have integer dots in every table, 5-7 only with AVX-512 VNNI and in the scalar one.
+  const int kind = type == gguf::GgmlType::kQ8_0     ? 0
+                   : type == gguf::GgmlType::kQ4_0   ? 1
+                   : type == gguf::GgmlType::kQ5_0   ? 2
+                   : type == gguf::GgmlType::kQ4_K   ? 3
+                   : type == gguf::GgmlType::kQ6_K   ? 4
+                   : type == gguf::GgmlType::kQ5_K   ? 5
+                   : type == gguf::GgmlType::kIQ4_NL ? 6
+                   : type == gguf::GgmlType::kIQ4_XS ? 7
+                                                     : -1;
   if (kind < 0) return nullptr;
 #if defined(SMARTGEN_KERNELS_X86)
   if (table.isa == Isa::kAvx512 && core::GetCpuFeatures().avx512vnni) {
     *prepare = avx512vnni::PrepareActQ8;
-    const MatVecActFn fns[] = {avx512vnni::MatVecQ8_0, avx512vnni::MatVecQ4_0, avx512vnni::MatVecQ5_0,
-                               avx512vnni::MatVecQ4_K, avx512vnni::MatVecQ6_K};
+    const MatVecActFn fns[] = {avx512vnni::MatVecQ8_0,  avx512vnni::MatVecQ4_0,
+                               avx512vnni::MatVecQ5_0,  avx512vnni::MatVecQ4_K,
+                               avx512vnni::MatVecQ6_K,  avx512vnni::MatVecQ5_K,
+                               avx512vnni::MatVecIq4Nl, avx512vnni::MatVecIq4Xs};
     return fns[kind];
   }
   // AVX2, and AVX-512 without VNNI: the AVX2 integer dots.
   if (table.isa == Isa::kAvx2 || table.isa == Isa::kAvx512) {
+    if (kind > 4) return nullptr;     // the exact f32 kernels
     *prepare = scalar::PrepareActQ8;  // plain C++: bit for bit what every table prepares
     const MatVecActFn fns[] = {avx2::MatVecQ8_0Act, avx2::MatVecQ4_0Act, avx2::MatVecQ5_0Act,
                                avx2::MatVecQ4_KAct, avx2::MatVecQ6_KAct};
@@ -84,8 +91,9 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
 #endif
   if (table.isa == Isa::kScalar) {
     *prepare = scalar::PrepareActQ8;
-    const MatVecActFn fns[] = {scalar::MatVecQ8_0Act, scalar::MatVecQ4_0Act, scalar::MatVecQ5_0Act,
-                               scalar::MatVecQ4_KAct, scalar::MatVecQ6_KAct};
+    const MatVecActFn fns[] = {scalar::MatVecQ8_0Act,  scalar::MatVecQ4_0Act, scalar::MatVecQ5_0Act,
+                               scalar::MatVecQ4_KAct,  scalar::MatVecQ6_KAct, scalar::MatVecQ5_KAct,
+                               scalar::MatVecIq4NlAct, scalar::MatVecIq4XsAct};
     return fns[kind];
   }
   return nullptr;

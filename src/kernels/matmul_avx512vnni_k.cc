@@ -1,6 +1,7 @@
-// Q4_K and Q6_K x Q8_0 GEMVs with AVX-512 VNNI (vpdpbusd), behind kernels::SetFastDot
+// Q4_K, Q5_K and Q6_K x Q8_0 GEMVs with AVX-512 VNNI (vpdpbusd), behind kernels::SetFastDot
 // (matmul.h), on activations prepared once per pass (ActQ8, kernel_table.h). Twins:
-// scalar::MatVecQ4_KAct, MatVecQ6_KAct (fast_dot_k.cc), which state the formulas. Q4_K: each
+// scalar::MatVecQ4_KAct, MatVecQ5_KAct, MatVecQ6_KAct (fast_dot_k.cc), which state the formulas.
+// Q4_K (and Q5_K, which adds each value's fifth bit from qh as 16 under a byte mask): each
 // 64-byte load of nibbles (128 weights) gives two byte vectors, its low and its high nibbles,
 // each dotted in one vpdpbusd with the activations laid out once per call in the same order
 // (HalfActQ4K; on an AMD EPYC Zen 5 1.14x in cache against rebuilding each 64 weights in element
@@ -23,6 +24,7 @@ namespace {
 
 constexpr int kQK = 256;         // elements per super-block
 constexpr int kQ4KBytes = 144;   // d, dmin, scales[12], qs[128]
+constexpr int kQ5KBytes = 176;   // d, dmin, scales[12], qh[32], qs[128]
 constexpr int kQ6KBytes = 210;   // ql[128], qh[64], scales[16], d
 
 float HalfAt(const std::byte* p) {
@@ -69,51 +71,65 @@ const HalfActQ4K* PrepareHalvesQ4K(const ActQ8& x, std::int64_t nsb) {
   return storage.data();
 }
 
-template <int R>
-void RowsQ4K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x,
-             const HalfActQ4K* halves, float* y, std::size_t ahead) {
+// Q4_K, or with kFive Q5_K (the same scales and nibbles, qs 32 bytes later, after qh[32]: bit j
+// of qh[l] is the fifth bit of sub-block j's element l).
+template <bool kFive>
+float RowQ4K(const std::byte* w, std::int64_t nsb, const ActQ8& x, const HalfActQ4K* halves,
+             std::size_t ahead) {
+  constexpr int kBlockBytes = kFive ? kQ5KBytes : kQ4KBytes;
+  constexpr int kQs = kFive ? 48 : 16;
   const __m512i zero = _mm512_setzero_si512(), low4 = _mm512_set1_epi8(0x0F);
+  const __m512i sixteen = _mm512_set1_epi8(16);
   // A half super-block h's 64 qs bytes: their low nibbles are sub-blocks 4h (lanes 0-7 of the
-  // dot) and 4h + 2 (lanes 8-15), their high nibbles sub-blocks 4h + 1 and 4h + 3.
-  __m512i pick_lo[2], pick_hi[2];
+  // dot, bytes 0-31) and 4h + 2 (lanes 8-15, bytes 32-63), their high nibbles sub-blocks 4h + 1
+  // and 4h + 3. five_*: the qh bit of each byte's sub-block (qh is read into both 32-byte halves).
+  __m512i pick_lo[2], pick_hi[2], five_lo[2], five_hi[2];
   for (int h = 0; h < 2; ++h) {
     const int j = 4 * h;
     pick_lo[h] = _mm512_set_epi32(j + 2, j + 2, j + 2, j + 2, j + 2, j + 2, j + 2, j + 2, j, j, j,
                                   j, j, j, j, j);
     pick_hi[h] = _mm512_add_epi32(pick_lo[h], _mm512_set1_epi32(1));
+    const auto bits = [](int a, int b) {
+      return _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << a)),
+                                _mm256_set1_epi8(static_cast<char>(1 << b)), 1);
+    };
+    five_lo[h] = bits(j, j + 2);
+    five_hi[h] = bits(j + 1, j + 3);
   }
-  __m512 acc[R], mins[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps(), mins[i] = _mm512_setzero_ps();
+  __m512 acc = _mm512_setzero_ps(), mins = _mm512_setzero_ps();
   for (std::int64_t b = 0; b < nsb; ++b) {
     // [d_x of the 8 activation blocks, their sums xsum = sum8 / 8].
     const __m512 ax = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(x.d + 8 * b)),
                                          _mm256_mul_ps(_mm256_loadu_ps(x.sum8 + 8 * b), _mm256_set1_ps(0.125f)), 1);
     const HalfActQ4K* xh = halves + 2 * b;
-    for (int i = 0; i < R; ++i) {
-      const std::byte* blk = w + i * row_bytes + b * kQ4KBytes;
-      Prefetch(blk, kQ4KBytes, ahead);
-      // Lanes 0-7: (d sc_j) d_x_j; lanes 8-15: (dmin m_j) xsum_j.
-      const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(HalfAt(blk)), _mm256_set1_ps(HalfAt(blk + 2)), 1);
-      const __m512 f = _mm512_mul_ps(
-          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ScalesMinsQ4K(blk + 4))), dd), ax);
-      mins[i] = _mm512_add_ps(mins[i], f);  // lanes 8-15 are the ones read
-      __m512 a = acc[i];
-      for (int h = 0; h < 2; ++h) {
-        // qs[32 g + l]: low nibble element 64 g + l, high nibble element 64 g + 32 + l.
-        const __m512i qs = _mm512_loadu_si512(blk + 16 + 64 * h);
-        const __m512i lo = _mm512_and_si512(qs, low4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4);
-        const __m512i dot_lo = _mm512_dpbusd_epi32(zero, lo, xh[h].lo);
-        const __m512i dot_hi = _mm512_dpbusd_epi32(zero, hi, xh[h].hi);
-        a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(pick_lo[h], f), a);
-        a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(pick_hi[h], f), a);
+    const std::byte* blk = w + b * kBlockBytes;
+    Prefetch(blk, kBlockBytes, ahead);
+    // Lanes 0-7: (d sc_j) d_x_j; lanes 8-15: (dmin m_j) xsum_j.
+    const __m512 dd =
+        _mm512_insertf32x8(_mm512_set1_ps(HalfAt(blk)), _mm256_set1_ps(HalfAt(blk + 2)), 1);
+    const __m512 f = _mm512_mul_ps(
+        _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ScalesMinsQ4K(blk + 4))), dd), ax);
+    mins = _mm512_add_ps(mins, f);  // lanes 8-15 are the ones read
+    __m512i qh = zero;
+    if constexpr (kFive)
+      qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)));
+    for (int h = 0; h < 2; ++h) {
+      // qs[32 g + l]: low nibble element 64 g + l, high nibble element 64 g + 32 + l.
+      const __m512i qs = _mm512_loadu_si512(blk + kQs + 64 * h);
+      __m512i lo = _mm512_and_si512(qs, low4);
+      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4);
+      if constexpr (kFive) {
+        // Nibbles < 16: or-ing the fifth bit in is adding 16.
+        lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, five_lo[h]), lo, sixteen);
+        hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, five_hi[h]), hi, sixteen);
       }
-      acc[i] = a;
+      const __m512i dot_lo = _mm512_dpbusd_epi32(zero, lo, xh[h].lo);
+      const __m512i dot_hi = _mm512_dpbusd_epi32(zero, hi, xh[h].hi);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(pick_lo[h], f), acc);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(pick_hi[h], f), acc);
     }
   }
-  for (int i = 0; i < R; ++i) {
-    y[i] = _mm512_reduce_add_ps(acc[i]) - _mm512_mask_reduce_add_ps(0xFF00, mins[i]);
-  }
+  return _mm512_reduce_add_ps(acc) - _mm512_mask_reduce_add_ps(0xFF00, mins);
 }
 
 // A GEMV's integer-dot offsets for the Q6_K kernel: per 64 activations, -32 times each lane's sum
@@ -189,7 +205,18 @@ void MatVecQ4_K(const void* w, std::size_t row_bytes, std::int64_t cols, const A
   const HalfActQ4K* halves = PrepareHalvesQ4K(x, nsb);
   const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
-    RowsQ4K<1>(base + r * row_bytes, row_bytes, nsb, x, halves, y + r, ahead);
+    y[r] = RowQ4K<false>(base + r * row_bytes, nsb, x, halves, ahead);
+  });
+}
+
+void MatVecQ5_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
+                std::int64_t r0, std::int64_t r1) {
+  const std::int64_t nsb = cols / kQK;
+  const auto* base = static_cast<const std::byte*>(w);
+  const HalfActQ4K* halves = PrepareHalvesQ4K(x, nsb);
+  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
+  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
+    y[r] = RowQ4K<true>(base + r * row_bytes, nsb, x, halves, ahead);
   });
 }
 

@@ -1,7 +1,7 @@
-// Decode of K-quant weights (Q4_K, Q6_K) with int8 dots on Q8_0-quantized activations
-// (kernels::SetFastDot): the scalar twins stay within the activation rounding of the exact
-// product, the AVX-512 VNNI kernels equal their twins, and decode batches equal single tokens;
-// the AVX2 integer dots of every type equal the twins.
+// Decode of 256-value super-block weights (Q4_K, Q5_K, Q6_K, IQ4_XS) with int8 dots on
+// Q8_0-quantized activations (kernels::SetFastDot): the scalar twins stay within the activation
+// rounding of the exact product, the AVX-512 VNNI kernels equal their twins, and decode batches
+// equal single tokens; the AVX2 integer dots of every type equal the twins.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -163,9 +163,11 @@ INSTANTIATE_TEST_SUITE_P(Types, FastDotAvx2,
                                            GgmlType::kQ6_K),
                          [](const auto& info) { return std::string(gguf::GetTypeInfo(info.param).name); });
 
-INSTANTIATE_TEST_SUITE_P(Types, FastDotK, ::testing::Values(GgmlType::kQ4_K, GgmlType::kQ6_K),
+INSTANTIATE_TEST_SUITE_P(Types, FastDotK,
+                         ::testing::Values(GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
+                                           GgmlType::kIQ4_XS),
                          [](const auto& info) {
-                           return info.param == GgmlType::kQ4_K ? std::string("q4_k") : std::string("q6_k");
+                           return std::string(gguf::GetTypeInfo(info.param).name);
                          });
 
 }  // namespace

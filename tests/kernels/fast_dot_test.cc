@@ -1,7 +1,7 @@
-// Decode with low-precision dots (kernels::SetFastDot): Q8_0 and Q4_0 with int8 activations,
-// BF16 with bf16 activations. Each scalar twin stays within the activation rounding of the exact
-// product, the AVX-512 VNNI / AVX512-BF16 kernels equal their twins, and switching it off
-// gives the exact path back.
+// Decode with low-precision dots (kernels::SetFastDot): Q8_0, Q4_0, Q5_0 and IQ4_NL with int8
+// activations, BF16 with bf16 activations. Each scalar twin stays within the activation rounding
+// of the exact product, the AVX-512 VNNI / AVX512-BF16 kernels equal their twins, and switching
+// it off gives the exact path back.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -126,7 +126,7 @@ TEST(FastDotQ8, OffByDefaultAndSwitchesBack) {
   EXPECT_LT(testing::MaxRelError(after.data(), want.data(), 9), 1e-5);
 }
 
-// Q4_0 (or Q5_0) weights with their exact dequantized values.
+// Q4_0 (or Q5_0, IQ4_NL) weights with their exact dequantized values.
 Q8Matrix RandomQ4(std::mt19937& rng, std::int64_t rows, std::int64_t cols, GgmlType type = GgmlType::kQ4_0) {
   const std::size_t rb = gguf::RowBytes(type, cols);
   Q8Matrix m{std::vector<std::byte>(rb * rows), std::vector<float>(static_cast<std::size_t>(rows * cols)), rows, cols};
@@ -157,6 +157,7 @@ TEST_P(FastDotQ4, ScalarTwinIsWithinTheActivationRounding) {
       ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.bytes.data(), rows, cols,
                                        x.data(), got.data(), nullptr));
     }
+    EXPECT_NE(got, exact) << rows << "x" << cols << ": the int8 path was not taken";
     for (std::int64_t r = 0; r < rows; ++r) {
       double bound = 1e-4;
       for (std::int64_t b = 0; b < cols / kQK8_0; ++b) {
@@ -181,8 +182,11 @@ TEST_P(FastDotQ4, VnniKernelEqualsTheScalarTwin) {
   }, 5e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, FastDotQ4, ::testing::Values(GgmlType::kQ4_0, GgmlType::kQ5_0),
-                         [](const auto& info) { return info.param == GgmlType::kQ4_0 ? std::string("q4_0") : std::string("q5_0"); });
+INSTANTIATE_TEST_SUITE_P(Types, FastDotQ4,
+                         ::testing::Values(GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kIQ4_NL),
+                         [](const auto& info) {
+                           return std::string(gguf::GetTypeInfo(info.param).name);
+                         });
 
 // The activations are prepared once per pass and shared by the products of one input: q/k/v
 // (MatMulMany) and gate/up (MatMulSwiGlu) give what each product gives alone.

@@ -30,8 +30,9 @@ struct GoldenCase {
   const char* golden;  // relative to SMARTGEN_SHARED_DIR
   double tol;          // max |logit diff|
   bool relative;       // tol is relative to max |logit| of the position
-  // kernels::SetFastDot: Q8_0 / Q4_0 / Q5_0 / Q4_K / Q6_K decode with int8 activations, BF16 with bf16 ones (what
-  // smartgen run / bench engine use by default); the exact cases keep the f32 path.
+  // kernels::SetFastDot: Q8_0 / Q4_0 / Q5_0 / Q4_K / Q5_K / Q6_K / IQ4 decode with int8
+  // activations, BF16 with bf16 ones (what smartgen run / bench engine use by default); the
+  // exact cases keep the f32 path.
   bool fast_dot = false;
 };
 
@@ -99,9 +100,15 @@ const GoldenCase kCases[] = {
     {"q2_q5_k_m_llamacpp", "golden/quant2/tiny-llama-q-q5_k_m.gguf", "golden/quant2/tiny-llama-q-q5_k_m.json", 6e-2, false},
     {"q2_iq4_nl_llamacpp", "golden/quant2/tiny-llama-q-iq4_nl.gguf", "golden/quant2/tiny-llama-q-iq4_nl.json", 6e-2, false},
     {"q2_iq4_xs_llamacpp", "golden/quant2/tiny-llama-q-iq4_xs.gguf", "golden/quant2/tiny-llama-q-iq4_xs.json", 6e-2, false},
+    // Q5_K, IQ4_NL and IQ4_XS decode with int8 activations (VNNI where present).
+    {"q2_q5_k_s_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q5_k_s.gguf", "golden/quant2/tiny-llama-q-q5_k_s.json", 6e-2, false, true},
+    {"q2_q5_k_m_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q5_k_m.gguf", "golden/quant2/tiny-llama-q-q5_k_m.json", 6e-2, false, true},
+    {"q2_iq4_nl_fastdot_llamacpp", "golden/quant2/tiny-llama-q-iq4_nl.gguf", "golden/quant2/tiny-llama-q-iq4_nl.json", 6e-2, false, true},
+    {"q2_iq4_xs_fastdot_llamacpp", "golden/quant2/tiny-llama-q-iq4_xs.gguf", "golden/quant2/tiny-llama-q-iq4_xs.json", 6e-2, false, true},
     {"w192_f32_llamacpp", "golden/quant2/tiny-llama-w192-f32.gguf", "golden/quant2/tiny-llama-w192-f32.json", 1e-4, false},
     {"w192_q4_k_m_llamacpp", "golden/quant2/tiny-llama-w192-q4_k_m.gguf", "golden/quant2/tiny-llama-w192-q4_k_m.json", 6e-2, false},
     {"w192_q5_k_m_llamacpp", "golden/quant2/tiny-llama-w192-q5_k_m.gguf", "golden/quant2/tiny-llama-w192-q5_k_m.json", 6e-2, false},
+    {"w192_q5_k_m_fastdot_llamacpp", "golden/quant2/tiny-llama-w192-q5_k_m.gguf", "golden/quant2/tiny-llama-w192-q5_k_m.json", 6e-2, false, true},
     // Architectures (../shared/golden/arch/README.md): llama with rope_freqs, phi3 (fused
     // qkv and gate|up), gemma3 and gemma2 (sliding windows, post norms, GeGLU, soft-capping).
     // This engine computes GELU exactly, so the Gemmas are held to the float64 reference (with
