@@ -60,7 +60,7 @@ MatMulFn FastDotMulKernel(const KernelTable& table, gguf::GgmlType type) {
 
 MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, PrepareActFn* prepare) {
   if (!g_fast_dot.load(std::memory_order_relaxed)) return nullptr;
-  // Kinds 0-4 have integer dots in every table, 5-7 only with AVX-512 VNNI and in the scalar one.
+  // Kinds 0-4 have integer dots in every table, 5-9 only with AVX-512 VNNI and in the scalar one.
   const int kind = type == gguf::GgmlType::kQ8_0     ? 0
                    : type == gguf::GgmlType::kQ4_0   ? 1
                    : type == gguf::GgmlType::kQ5_0   ? 2
@@ -69,6 +69,8 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
                    : type == gguf::GgmlType::kQ5_K   ? 5
                    : type == gguf::GgmlType::kIQ4_NL ? 6
                    : type == gguf::GgmlType::kIQ4_XS ? 7
+                   : type == gguf::GgmlType::kQ4_1   ? 8
+                   : type == gguf::GgmlType::kQ5_1   ? 9
                                                      : -1;
   if (kind < 0) return nullptr;
 #if defined(SMARTGEN_KERNELS_X86)
@@ -77,7 +79,8 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
     const MatVecActFn fns[] = {avx512vnni::MatVecQ8_0,  avx512vnni::MatVecQ4_0,
                                avx512vnni::MatVecQ5_0,  avx512vnni::MatVecQ4_K,
                                avx512vnni::MatVecQ6_K,  avx512vnni::MatVecQ5_K,
-                               avx512vnni::MatVecIq4Nl, avx512vnni::MatVecIq4Xs};
+                               avx512vnni::MatVecIq4Nl, avx512vnni::MatVecIq4Xs,
+                               avx512vnni::MatVecQ4_1,  avx512vnni::MatVecQ5_1};
     return fns[kind];
   }
   // AVX2, and AVX-512 without VNNI: the AVX2 integer dots.
@@ -91,9 +94,11 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
 #endif
   if (table.isa == Isa::kScalar) {
     *prepare = scalar::PrepareActQ8;
-    const MatVecActFn fns[] = {scalar::MatVecQ8_0Act,  scalar::MatVecQ4_0Act, scalar::MatVecQ5_0Act,
-                               scalar::MatVecQ4_KAct,  scalar::MatVecQ6_KAct, scalar::MatVecQ5_KAct,
-                               scalar::MatVecIq4NlAct, scalar::MatVecIq4XsAct};
+    const MatVecActFn fns[] = {scalar::MatVecQ8_0Act,  scalar::MatVecQ4_0Act,
+                               scalar::MatVecQ5_0Act,  scalar::MatVecQ4_KAct,
+                               scalar::MatVecQ6_KAct,  scalar::MatVecQ5_KAct,
+                               scalar::MatVecIq4NlAct, scalar::MatVecIq4XsAct,
+                               scalar::MatVecQ4_1Act,  scalar::MatVecQ5_1Act};
     return fns[kind];
   }
   return nullptr;

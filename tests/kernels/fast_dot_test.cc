@@ -1,7 +1,7 @@
-// Decode with low-precision dots (kernels::SetFastDot): Q8_0, Q4_0, Q5_0 and IQ4_NL with int8
-// activations, BF16 with bf16 activations. Each scalar twin stays within the activation rounding
-// of the exact product, the AVX-512 VNNI / AVX512-BF16 kernels equal their twins, and switching
-// it off gives the exact path back.
+// Decode with low-precision dots (kernels::SetFastDot): Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1
+// with int8 activations, BF16 with bf16 activations. Each scalar twin stays within the activation
+// rounding of the exact product, the AVX-512 VNNI / AVX512-BF16 kernels equal their twins, and
+// switching it off gives the exact path back.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -126,7 +126,7 @@ TEST(FastDotQ8, OffByDefaultAndSwitchesBack) {
   EXPECT_LT(testing::MaxRelError(after.data(), want.data(), 9), 1e-5);
 }
 
-// Q4_0 (or Q5_0, IQ4_NL) weights with their exact dequantized values.
+// Q4_0 (or Q5_0, IQ4_NL, Q4_1, Q5_1) weights with their exact dequantized values.
 Q8Matrix RandomQ4(std::mt19937& rng, std::int64_t rows, std::int64_t cols, GgmlType type = GgmlType::kQ4_0) {
   const std::size_t rb = gguf::RowBytes(type, cols);
   Q8Matrix m{std::vector<std::byte>(rb * rows), std::vector<float>(static_cast<std::size_t>(rows * cols)), rows, cols};
@@ -183,7 +183,8 @@ TEST_P(FastDotQ4, VnniKernelEqualsTheScalarTwin) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, FastDotQ4,
-                         ::testing::Values(GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kIQ4_NL),
+                         ::testing::Values(GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kIQ4_NL,
+                                           GgmlType::kQ4_1, GgmlType::kQ5_1),
                          [](const auto& info) {
                            return std::string(gguf::GetTypeInfo(info.param).name);
                          });

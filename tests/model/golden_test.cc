@@ -30,7 +30,7 @@ struct GoldenCase {
   const char* golden;  // relative to SMARTGEN_SHARED_DIR
   double tol;          // max |logit diff|
   bool relative;       // tol is relative to max |logit| of the position
-  // kernels::SetFastDot: Q8_0 / Q4_0 / Q5_0 / Q4_K / Q5_K / Q6_K / IQ4 decode with int8
+  // kernels::SetFastDot: Q8_0 / Q4_0 / Q5_0 / Q4_1 / Q5_1 / K-quant / IQ4 decode with int8
   // activations, BF16 with bf16 ones (what smartgen run / bench engine use by default); the
   // exact cases keep the f32 path.
   bool fast_dot = false;
@@ -100,7 +100,9 @@ const GoldenCase kCases[] = {
     {"q2_q5_k_m_llamacpp", "golden/quant2/tiny-llama-q-q5_k_m.gguf", "golden/quant2/tiny-llama-q-q5_k_m.json", 6e-2, false},
     {"q2_iq4_nl_llamacpp", "golden/quant2/tiny-llama-q-iq4_nl.gguf", "golden/quant2/tiny-llama-q-iq4_nl.json", 6e-2, false},
     {"q2_iq4_xs_llamacpp", "golden/quant2/tiny-llama-q-iq4_xs.gguf", "golden/quant2/tiny-llama-q-iq4_xs.json", 6e-2, false},
-    // Q5_K, IQ4_NL and IQ4_XS decode with int8 activations (VNNI where present).
+    // Q4_1, Q5_1, Q5_K, IQ4_NL and IQ4_XS decode with int8 activations (VNNI where present).
+    {"q2_q4_1_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q4_1.gguf", "golden/quant2/tiny-llama-q-q4_1.json", 6e-2, false, true},
+    {"q2_q5_1_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q5_1.gguf", "golden/quant2/tiny-llama-q-q5_1.json", 6e-2, false, true},
     {"q2_q5_k_s_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q5_k_s.gguf", "golden/quant2/tiny-llama-q-q5_k_s.json", 6e-2, false, true},
     {"q2_q5_k_m_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q5_k_m.gguf", "golden/quant2/tiny-llama-q-q5_k_m.json", 6e-2, false, true},
     {"q2_iq4_nl_fastdot_llamacpp", "golden/quant2/tiny-llama-q-iq4_nl.gguf", "golden/quant2/tiny-llama-q-iq4_nl.json", 6e-2, false, true},
