@@ -60,7 +60,7 @@ MatMulFn FastDotMulKernel(const KernelTable& table, gguf::GgmlType type) {
 
 MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, PrepareActFn* prepare) {
   if (!g_fast_dot.load(std::memory_order_relaxed)) return nullptr;
-  // Kinds 0-4 have integer dots in every table, 5-9 only with AVX-512 VNNI and in the scalar one.
+  // Kinds 0-4 have integer dots in every table, 5-11 only with AVX-512 VNNI and in the scalar one.
   const int kind = type == gguf::GgmlType::kQ8_0     ? 0
                    : type == gguf::GgmlType::kQ4_0   ? 1
                    : type == gguf::GgmlType::kQ5_0   ? 2
@@ -71,16 +71,18 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
                    : type == gguf::GgmlType::kIQ4_XS ? 7
                    : type == gguf::GgmlType::kQ4_1   ? 8
                    : type == gguf::GgmlType::kQ5_1   ? 9
+                   : type == gguf::GgmlType::kQ2_K   ? 10
+                   : type == gguf::GgmlType::kQ3_K   ? 11
                                                      : -1;
   if (kind < 0) return nullptr;
 #if defined(SMARTGEN_KERNELS_X86)
   if (table.isa == Isa::kAvx512 && core::GetCpuFeatures().avx512vnni) {
     *prepare = avx512vnni::PrepareActQ8;
-    const MatVecActFn fns[] = {avx512vnni::MatVecQ8_0,  avx512vnni::MatVecQ4_0,
-                               avx512vnni::MatVecQ5_0,  avx512vnni::MatVecQ4_K,
-                               avx512vnni::MatVecQ6_K,  avx512vnni::MatVecQ5_K,
-                               avx512vnni::MatVecIq4Nl, avx512vnni::MatVecIq4Xs,
-                               avx512vnni::MatVecQ4_1,  avx512vnni::MatVecQ5_1};
+    const MatVecActFn fns[] = {
+        avx512vnni::MatVecQ8_0,  avx512vnni::MatVecQ4_0,  avx512vnni::MatVecQ5_0,
+        avx512vnni::MatVecQ4_K,  avx512vnni::MatVecQ6_K,  avx512vnni::MatVecQ5_K,
+        avx512vnni::MatVecIq4Nl, avx512vnni::MatVecIq4Xs, avx512vnni::MatVecQ4_1,
+        avx512vnni::MatVecQ5_1,  avx512vnni::MatVecQ2_K,  avx512vnni::MatVecQ3_K};
     return fns[kind];
   }
   // AVX2, and AVX-512 without VNNI: the AVX2 integer dots.
@@ -94,11 +96,11 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
 #endif
   if (table.isa == Isa::kScalar) {
     *prepare = scalar::PrepareActQ8;
-    const MatVecActFn fns[] = {scalar::MatVecQ8_0Act,  scalar::MatVecQ4_0Act,
-                               scalar::MatVecQ5_0Act,  scalar::MatVecQ4_KAct,
-                               scalar::MatVecQ6_KAct,  scalar::MatVecQ5_KAct,
-                               scalar::MatVecIq4NlAct, scalar::MatVecIq4XsAct,
-                               scalar::MatVecQ4_1Act,  scalar::MatVecQ5_1Act};
+    const MatVecActFn fns[] = {
+        scalar::MatVecQ8_0Act,  scalar::MatVecQ4_0Act,  scalar::MatVecQ5_0Act,
+        scalar::MatVecQ4_KAct,  scalar::MatVecQ6_KAct,  scalar::MatVecQ5_KAct,
+        scalar::MatVecIq4NlAct, scalar::MatVecIq4XsAct, scalar::MatVecQ4_1Act,
+        scalar::MatVecQ5_1Act,  scalar::MatVecQ2_KAct,  scalar::MatVecQ3_KAct};
     return fns[kind];
   }
   return nullptr;

@@ -188,23 +188,24 @@ using MatMulActSig = void(const void* w, std::size_t row_bytes, std::int64_t col
                           std::int64_t r1);
 using MatMulActFn = MatMulActSig*;
 
-// kernels::SetFastDot: Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q4_1, Q5_1, Q5_K, IQ4_NL and IQ4_XS
-// weights x Q8_0-quantized activations, and BF16 weights x bf16-rounded activations - the scalar
-// twins (fast_dot*.cc) and the AVX-512 VNNI / AVX512-BF16 kernels (matmul_avx512vnni*.cc,
-// matmul_avx512bf16.cc, run only when the CPU has those extensions). Q4_1, Q5_1, Q5_K, IQ4_NL
-// and IQ4_XS have no AVX2 integer dots and no batched (panel) kernels: without
+// kernels::SetFastDot: Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q4_1, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and
+// IQ4_XS weights x Q8_0-quantized activations, and BF16 weights x bf16-rounded activations - the
+// scalar twins (fast_dot*.cc) and the AVX-512 VNNI / AVX512-BF16 kernels (matmul_avx512vnni*.cc,
+// matmul_avx512bf16.cc, run only when the CPU has those extensions). All but the first five
+// have no AVX2 integer dots and no batched (panel) kernels: without
 // VNNI they take the exact f32 kernels, and a decode batch goes token by token through the
 // GEMV, kActRows rows at a time.
 namespace scalar {
 MatVecSig MatVecBF16Bf16;
 MatMulSig MatMulBF16Bf16;  // token by token MatVecBF16Bf16 from 32 tokens, as avx512bf16's
 MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act, MatVecQ4_KAct, MatVecQ6_KAct;
-MatVecActSig MatVecQ4_1Act, MatVecQ5_1Act, MatVecQ5_KAct, MatVecIq4NlAct, MatVecIq4XsAct;
+MatVecActSig MatVecQ4_1Act, MatVecQ5_1Act, MatVecQ2_KAct, MatVecQ3_KAct, MatVecQ5_KAct;
+MatVecActSig MatVecIq4NlAct, MatVecIq4XsAct;
 PrepareActSig PrepareActQ8;
 }  // namespace scalar
 namespace avx512vnni {
 MatVecActSig MatVecQ8_0, MatVecQ4_0, MatVecQ5_0, MatVecQ4_K, MatVecQ6_K;
-MatVecActSig MatVecQ4_1, MatVecQ5_1, MatVecQ5_K, MatVecIq4Nl, MatVecIq4Xs;
+MatVecActSig MatVecQ4_1, MatVecQ5_1, MatVecQ2_K, MatVecQ3_K, MatVecQ5_K, MatVecIq4Nl, MatVecIq4Xs;
 PrepareActSig PrepareActQ8;
 // The same products for the tokens of a panel at once (matmul_avx512vnni_batch.cc): each weight
 // row is unpacked once per panel and broadcast against the 16 tokens' lanes, so a block's dot

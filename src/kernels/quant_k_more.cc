@@ -11,13 +11,6 @@ namespace {
 
 int RoundToInt(float x) { return static_cast<int>(std::lround(x)); }
 
-// The 6-bit scale j (< 16) of a Q3_K block, before the -32 offset.
-int Q3KScale(const std::uint8_t* s, int j) {
-  const int low = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
-  const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
-  return low | (high << 4);
-}
-
 }  // namespace
 
 // Element 128 n + 32 j + l (l < 32) is bits 2j of qs[32 n + l] in sub-block 8 n + 2 j + l / 16.

@@ -55,6 +55,13 @@ struct BlockQ3_K {
 };
 static_assert(sizeof(BlockQ3_K) == 110);
 
+// The 6-bit scale j (< 16) of a Q3_K block's scales[12], before the -32 offset.
+inline int Q3KScale(const std::uint8_t* s, int j) {
+  const int low = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
+  const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return low | (high << 4);
+}
+
 // As Q4_K plus a fifth bit per element: element 64 g + l (l < 32) takes bit 2g of qh[l],
 // element 64 g + 32 + l bit 2g + 1. x = d * sc * q - dmin * m, q in [0, 31].
 struct BlockQ5_K {

@@ -167,7 +167,7 @@ void DotRowsQ5_K(const std::byte* w, std::size_t row_bytes, std::int64_t cols, c
 constexpr int kQ2KBytes = 84;   // scales[16], qs[64], d, dmin
 constexpr int kQ3KBytes = 110;  // hmask[32], qs[64], scales[12], d
 
-// The 16 6-bit scales of a Q3_K block, minus 32 (quant_k_more.cc's Q3KScale, unpacked here).
+// The 16 6-bit scales of a Q3_K block, minus 32 (quant_more.h's Q3KScale, unpacked here).
 void Q3KScales(const std::uint8_t* s, int* out) {
   for (int j = 0; j < 16; ++j) {
     const int low = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);

@@ -1,4 +1,4 @@
-// Decode of 256-value super-block weights (Q4_K, Q5_K, Q6_K, IQ4_XS) with int8 dots on
+// Decode of 256-value super-block weights (Q2_K-Q6_K, IQ4_XS) with int8 dots on
 // Q8_0-quantized activations (kernels::SetFastDot): the scalar twins stay within the activation
 // rounding of the exact product, the AVX-512 VNNI kernels equal their twins, and decode batches
 // equal single tokens; the AVX2 integer dots of every type equal the twins.
@@ -165,7 +165,7 @@ INSTANTIATE_TEST_SUITE_P(Types, FastDotAvx2,
 
 INSTANTIATE_TEST_SUITE_P(Types, FastDotK,
                          ::testing::Values(GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
-                                           GgmlType::kIQ4_XS),
+                                           GgmlType::kIQ4_XS, GgmlType::kQ2_K, GgmlType::kQ3_K),
                          [](const auto& info) {
                            return std::string(gguf::GetTypeInfo(info.param).name);
                          });

@@ -100,7 +100,11 @@ const GoldenCase kCases[] = {
     {"q2_q5_k_m_llamacpp", "golden/quant2/tiny-llama-q-q5_k_m.gguf", "golden/quant2/tiny-llama-q-q5_k_m.json", 6e-2, false},
     {"q2_iq4_nl_llamacpp", "golden/quant2/tiny-llama-q-iq4_nl.gguf", "golden/quant2/tiny-llama-q-iq4_nl.json", 6e-2, false},
     {"q2_iq4_xs_llamacpp", "golden/quant2/tiny-llama-q-iq4_xs.gguf", "golden/quant2/tiny-llama-q-iq4_xs.json", 6e-2, false},
-    // Q4_1, Q5_1, Q5_K, IQ4_NL and IQ4_XS decode with int8 activations (VNNI where present).
+    // Q4_1, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS decode with int8 activations (VNNI where
+    // present).
+    {"q2_q2_k_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q2_k.gguf", "golden/quant2/tiny-llama-q-q2_k.json", 6e-2, false, true},
+    {"q2_q3_k_s_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q3_k_s.gguf", "golden/quant2/tiny-llama-q-q3_k_s.json", 6e-2, false, true},
+    {"q2_q3_k_m_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q3_k_m.gguf", "golden/quant2/tiny-llama-q-q3_k_m.json", 6e-2, false, true},
     {"q2_q4_1_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q4_1.gguf", "golden/quant2/tiny-llama-q-q4_1.json", 6e-2, false, true},
     {"q2_q5_1_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q5_1.gguf", "golden/quant2/tiny-llama-q-q5_1.json", 6e-2, false, true},
     {"q2_q5_k_s_fastdot_llamacpp", "golden/quant2/tiny-llama-q-q5_k_s.gguf", "golden/quant2/tiny-llama-q-q5_k_s.json", 6e-2, false, true},

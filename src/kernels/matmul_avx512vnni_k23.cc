@@ -1,0 +1,170 @@
+// Q2_K and Q3_K x Q8_0 GEMVs with AVX-512 VNNI (vpdpbusd), behind kernels::SetFastDot
+// (matmul.h), on activations prepared once per pass (ActQ8, kernel_table.h). Both keep a
+// super-block's 256 two-bit values in 64 qs bytes as four planes: bits 2j..2j+1 of qs[l] are
+// element 32 j + l (l < 32) and of qs[32 + l] element 128 + 32 j + l, so one 64-byte load, a
+// shift and a mask give plane j's 64 values, dotted in one vpdpbusd with the activations laid
+// out once per call in the same order (PlaneAct). Each 4 lanes of a dot are one sub-block of 16,
+// scaled by its d sc_k d_x in one FMA per plane; no widening to f32. Q2_K: x = d (sc & 15) q -
+// dmin (sc >> 4), the mins taken against each sub-block's d_x sum(q), 16 per FMA; Q3_K: x =
+// d (s - 32) (q - 4 !hbit), the high bit (bit 4 n + j of hmask[l]) added as 4 under a byte mask
+// and the offset of 4 the dot's initial value. Twins: scalar::MatVecQ2_KAct, MatVecQ3_KAct
+// (fast_dot_k23.cc). Compiled with -mavx512vnni; chosen only when the CPU has it
+// (FastDotActKernel).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/kernel_table.h"
+#include "kernels/row_streams.h"
+
+namespace smartgen::kernels::internal::avx512vnni {
+namespace {
+
+constexpr int kQK = 256;
+constexpr int kQ2KBytes = 84;   // scales[16], qs[64], f16 d, f16 dmin
+constexpr int kQ3KBytes = 110;  // hmask[32], qs[64], scales[12], f16 d
+
+float HalfAt(const std::byte* p) {
+  std::uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// Plane j of super-block b: the activations of elements 32 j .. 32 j + 31 (bytes 0-31) and
+// 128 + 32 j .. 128 + 32 j + 31 (bytes 32-63); dx their blocks' d_x (lanes 0-7, 8-15); off4 -4
+// times each lane's sum (Q3_K's offset). sums16: per sub-block k (elements 16 k .. 16 k + 15)
+// d_x sum(q), for Q2_K's mins.
+struct PlaneAct {
+  __m512i q, off4;
+  __m512 dx;
+};
+
+const PlaneAct* PreparePlanes(const ActQ8& x, std::int64_t nsb) {
+  thread_local std::vector<PlaneAct> storage;
+  const auto planes = static_cast<std::size_t>(4 * nsb);
+  if (storage.size() < planes) storage.resize(planes);
+  for (std::int64_t b = 0; b < nsb; ++b) {
+    for (int j = 0; j < 4; ++j) {
+      PlaneAct& p = storage[static_cast<std::size_t>(4 * b + j)];
+      const std::int8_t* q = x.q + b * kQK + 32 * j;
+      p.q = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128)), 1);
+      p.off4 =
+          _mm512_sub_epi32(_mm512_setzero_si512(),
+                           _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(4), p.q));
+      p.dx =
+          _mm512_insertf32x8(_mm512_set1_ps(x.d[8 * b + j]), _mm256_set1_ps(x.d[8 * b + 4 + j]), 1);
+    }
+  }
+  return storage.data();
+}
+
+const float* PrepareSums16(const ActQ8& x, std::int64_t nsb) {
+  thread_local std::vector<float> storage;
+  const auto n = static_cast<std::size_t>(16 * nsb);
+  if (storage.size() < n) storage.resize(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    std::int32_t sum = 0;
+    for (int l = 0; l < 16; ++l) sum += x.q[16 * k + l];
+    storage[k] = x.d[k / 2] * static_cast<float>(sum);
+  }
+  return storage.data();
+}
+
+// Lanes of plane j's dot by sub-block: 2j, 2j + 1, 8 + 2j, 9 + 2j, 4 lanes each.
+__m512i PickPlane(int j) {
+  return _mm512_set_epi32(9 + 2 * j, 9 + 2 * j, 9 + 2 * j, 9 + 2 * j, 8 + 2 * j, 8 + 2 * j,
+                          8 + 2 * j, 8 + 2 * j, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j,
+                          2 * j, 2 * j, 2 * j);
+}
+
+// The 16 six-bit Q3_K scales minus 32 as bytes (quant_more.h's Q3KScale for every k at once).
+__m128i Q3Scales(const std::byte* p) {
+  std::uint32_t aux[4];
+  std::memcpy(aux, p, 12);
+  const std::uint32_t high = aux[2];
+  constexpr std::uint32_t k2 = 0x03030303, k4 = 0x0f0f0f0f;
+  aux[2] = ((aux[0] >> 4) & k4) | (((high >> 4) & k2) << 4);
+  aux[3] = ((aux[1] >> 4) & k4) | (((high >> 6) & k2) << 4);
+  aux[0] = (aux[0] & k4) | ((high & k2) << 4);
+  aux[1] = (aux[1] & k4) | (((high >> 2) & k2) << 4);
+  return _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(aux)), _mm_set1_epi8(32));
+}
+
+template <bool kQ3>
+float RowK23(const std::byte* w, std::int64_t nsb, const PlaneAct* planes, const float* sums16,
+             std::size_t ahead) {
+  constexpr int kBytes = kQ3 ? kQ3KBytes : kQ2KBytes;
+  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  __m512i pick[4], high_bit[4];
+  for (int j = 0; j < 4; ++j) {
+    pick[j] = PickPlane(j);
+    high_bit[j] = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << j)),
+                                     _mm256_set1_epi8(static_cast<char>(1 << (4 + j))), 1);
+  }
+  __m512 acc = _mm512_setzero_ps(), mins = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < nsb; ++b) {
+    const std::byte* blk = w + b * kBytes;
+    for (int off = 0; off < kBytes; off += 64) __builtin_prefetch(blk + ahead + off, 0, 3);
+    __m512 s16;  // d sc_k per sub-block k
+    __m512i hmask = _mm512_setzero_si512();
+    const PlaneAct* pa = planes + 4 * b;
+    if constexpr (kQ3) {
+      s16 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(Q3Scales(blk + 96))),
+                          _mm512_set1_ps(HalfAt(blk + 108)));
+      hmask = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    } else {
+      const __m512i sc =
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+      s16 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))),
+                          _mm512_set1_ps(HalfAt(blk + 80)));
+      const __m512 m16 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)),
+                                       _mm512_set1_ps(HalfAt(blk + 82)));
+      mins = _mm512_fmadd_ps(m16, _mm512_loadu_ps(sums16 + 16 * b), mins);
+    }
+    const __m512i qs = _mm512_loadu_si512(blk + (kQ3 ? 32 : 16));
+    for (int j = 0; j < 4; ++j) {
+      __m512i u = _mm512_and_si512(_mm512_srli_epi16(qs, 2 * j), three);
+      __m512i init = _mm512_setzero_si512();
+      if constexpr (kQ3) {
+        // Values 0..3: or-ing the high bit in is adding 4; the offset makes them q - 4 !hbit.
+        u = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(hmask, high_bit[j]), u, four);
+        init = pa[j].off4;
+      }
+      const __m512i dot = _mm512_dpbusd_epi32(init, u, pa[j].q);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                            _mm512_mul_ps(_mm512_permutexvar_ps(pick[j], s16), pa[j].dx), acc);
+    }
+  }
+  return _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(mins);
+}
+
+template <bool kQ3>
+void MatVecK23(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
+               std::int64_t r0, std::int64_t r1) {
+  const std::int64_t nsb = cols / kQK;
+  const PlaneAct* planes = PreparePlanes(x, nsb);
+  const float* sums16 = kQ3 ? nullptr : PrepareSums16(x, nsb);
+  const auto* base = static_cast<const std::byte*>(w);
+  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
+  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
+    y[r] = RowK23<kQ3>(base + r * row_bytes, nsb, planes, sums16, ahead);
+  });
+}
+
+}  // namespace
+
+void MatVecQ2_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
+                std::int64_t r0, std::int64_t r1) {
+  MatVecK23<false>(w, row_bytes, cols, x, y, r0, r1);
+}
+
+void MatVecQ3_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
+                std::int64_t r0, std::int64_t r1) {
+  MatVecK23<true>(w, row_bytes, cols, x, y, r0, r1);
+}
+
+}  // namespace smartgen::kernels::internal::avx512vnni
