@@ -33,45 +33,48 @@ float HalfAt(const std::byte* p) {
 }
 
 // Plane j of super-block b: the activations of elements 32 j .. 32 j + 31 (bytes 0-31) and
-// 128 + 32 j .. 128 + 32 j + 31 (bytes 32-63); dx their blocks' d_x (lanes 0-7, 8-15); off4 -4
-// times each lane's sum (Q3_K's offset). sums16: per sub-block k (elements 16 k .. 16 k + 15)
-// d_x sum(q), for Q2_K's mins.
+// 128 + 32 j .. 128 + 32 j + 31 (bytes 32-63), and off4, -4 times each lane's sum (Q3_K's
+// offset). Per super-block, by sub-block k (elements 16 k .. 16 k + 15): dx16 the d_x of its
+// activation block, sums16 d_x sum(q) (Q2_K's mins).
 struct PlaneAct {
   __m512i q, off4;
-  __m512 dx;
+};
+struct SuperAct {
+  __m512 dx16, sums16;
 };
 
-const PlaneAct* PreparePlanes(const ActQ8& x, std::int64_t nsb) {
-  thread_local std::vector<PlaneAct> storage;
-  const auto planes = static_cast<std::size_t>(4 * nsb);
-  if (storage.size() < planes) storage.resize(planes);
+void PrepareK23(const ActQ8& x, std::int64_t nsb, const PlaneAct** planes,
+                const SuperAct** supers) {
+  thread_local std::vector<PlaneAct> plane_storage;
+  thread_local std::vector<SuperAct> super_storage;
+  if (plane_storage.size() < static_cast<std::size_t>(4 * nsb))
+    plane_storage.resize(static_cast<std::size_t>(4 * nsb));
+  if (super_storage.size() < static_cast<std::size_t>(nsb))
+    super_storage.resize(static_cast<std::size_t>(nsb));
+  const __m512i pairs = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
   for (std::int64_t b = 0; b < nsb; ++b) {
+    const std::int8_t* q = x.q + b * kQK;
     for (int j = 0; j < 4; ++j) {
-      PlaneAct& p = storage[static_cast<std::size_t>(4 * b + j)];
-      const std::int8_t* q = x.q + b * kQK + 32 * j;
+      PlaneAct& p = plane_storage[static_cast<std::size_t>(4 * b + j)];
       p.q = _mm512_inserti64x4(
-          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))),
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128)), 1);
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * j))),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 + 32 * j)), 1);
       p.off4 =
           _mm512_sub_epi32(_mm512_setzero_si512(),
                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(4), p.q));
-      p.dx =
-          _mm512_insertf32x8(_mm512_set1_ps(x.d[8 * b + j]), _mm256_set1_ps(x.d[8 * b + 4 + j]), 1);
     }
+    SuperAct& s = super_storage[static_cast<std::size_t>(b)];
+    s.dx16 = _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(_mm256_loadu_ps(x.d + 8 * b)));
+    alignas(64) float sums[16];
+    for (int k = 0; k < 16; ++k) {
+      std::int32_t sum = 0;
+      for (int l = 0; l < 16; ++l) sum += q[16 * k + l];
+      sums[k] = static_cast<float>(sum);
+    }
+    s.sums16 = _mm512_mul_ps(s.dx16, _mm512_load_ps(sums));
   }
-  return storage.data();
-}
-
-const float* PrepareSums16(const ActQ8& x, std::int64_t nsb) {
-  thread_local std::vector<float> storage;
-  const auto n = static_cast<std::size_t>(16 * nsb);
-  if (storage.size() < n) storage.resize(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    std::int32_t sum = 0;
-    for (int l = 0; l < 16; ++l) sum += x.q[16 * k + l];
-    storage[k] = x.d[k / 2] * static_cast<float>(sum);
-  }
-  return storage.data();
+  *planes = plane_storage.data();
+  *supers = super_storage.data();
 }
 
 // Lanes of plane j's dot by sub-block: 2j, 2j + 1, 8 + 2j, 9 + 2j, 4 lanes each.
@@ -81,21 +84,25 @@ __m512i PickPlane(int j) {
                           2 * j, 2 * j, 2 * j);
 }
 
-// The 16 six-bit Q3_K scales minus 32 as bytes (quant_more.h's Q3KScale for every k at once).
+// The 16 six-bit Q3_K scales minus 32 as bytes (quant_more.h's Q3KScale for every k at once)
+// from the block's 12 scale bytes s: the low 4 bits of k are s[k % 8]'s low (k < 8) or high
+// nibble, the high 2 bits are bits 2 (k / 4) of s[8 + k % 4].
 __m128i Q3Scales(const std::byte* p) {
-  std::uint32_t aux[4];
-  std::memcpy(aux, p, 12);
-  const std::uint32_t high = aux[2];
-  constexpr std::uint32_t k2 = 0x03030303, k4 = 0x0f0f0f0f;
-  aux[2] = ((aux[0] >> 4) & k4) | (((high >> 4) & k2) << 4);
-  aux[3] = ((aux[1] >> 4) & k4) | (((high >> 6) & k2) << 4);
-  aux[0] = (aux[0] & k4) | ((high & k2) << 4);
-  aux[1] = (aux[1] & k4) | (((high >> 2) & k2) << 4);
-  return _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(aux)), _mm_set1_epi8(32));
+  const __m128i s = _mm_maskz_loadu_epi8(0x0FFF, p);  // not past the block's 110 bytes
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m128i nib =
+      _mm_shuffle_epi8(s, _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7));
+  const __m128i low =
+      _mm_blend_epi16(_mm_and_si128(nib, low4), _mm_and_si128(_mm_srli_epi16(nib, 4), low4), 0xF0);
+  const __m128i top =
+      _mm_shuffle_epi8(s, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
+  const __m128i high =
+      _mm_and_si128(_mm_srlv_epi32(top, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
 }
 
 template <bool kQ3>
-float RowK23(const std::byte* w, std::int64_t nsb, const PlaneAct* planes, const float* sums16,
+float RowK23(const std::byte* w, std::int64_t nsb, const PlaneAct* planes, const SuperAct* supers,
              std::size_t ahead) {
   constexpr int kBytes = kQ3 ? kQ3KBytes : kQ2KBytes;
   const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
@@ -109,7 +116,7 @@ float RowK23(const std::byte* w, std::int64_t nsb, const PlaneAct* planes, const
   for (std::int64_t b = 0; b < nsb; ++b) {
     const std::byte* blk = w + b * kBytes;
     for (int off = 0; off < kBytes; off += 64) __builtin_prefetch(blk + ahead + off, 0, 3);
-    __m512 s16;  // d sc_k per sub-block k
+    __m512 s16;  // d sc_k per sub-block k, then times its d_x
     __m512i hmask = _mm512_setzero_si512();
     const PlaneAct* pa = planes + 4 * b;
     if constexpr (kQ3) {
@@ -123,8 +130,9 @@ float RowK23(const std::byte* w, std::int64_t nsb, const PlaneAct* planes, const
                           _mm512_set1_ps(HalfAt(blk + 80)));
       const __m512 m16 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)),
                                        _mm512_set1_ps(HalfAt(blk + 82)));
-      mins = _mm512_fmadd_ps(m16, _mm512_loadu_ps(sums16 + 16 * b), mins);
+      mins = _mm512_fmadd_ps(m16, supers[b].sums16, mins);
     }
+    s16 = _mm512_mul_ps(s16, supers[b].dx16);
     const __m512i qs = _mm512_loadu_si512(blk + (kQ3 ? 32 : 16));
     for (int j = 0; j < 4; ++j) {
       __m512i u = _mm512_and_si512(_mm512_srli_epi16(qs, 2 * j), three);
@@ -135,8 +143,7 @@ float RowK23(const std::byte* w, std::int64_t nsb, const PlaneAct* planes, const
         init = pa[j].off4;
       }
       const __m512i dot = _mm512_dpbusd_epi32(init, u, pa[j].q);
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                            _mm512_mul_ps(_mm512_permutexvar_ps(pick[j], s16), pa[j].dx), acc);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick[j], s16), acc);
     }
   }
   return _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(mins);
@@ -146,12 +153,13 @@ template <bool kQ3>
 void MatVecK23(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
                std::int64_t r0, std::int64_t r1) {
   const std::int64_t nsb = cols / kQK;
-  const PlaneAct* planes = PreparePlanes(x, nsb);
-  const float* sums16 = kQ3 ? nullptr : PrepareSums16(x, nsb);
+  const PlaneAct* planes = nullptr;
+  const SuperAct* supers = nullptr;
+  PrepareK23(x, nsb, &planes, &supers);
   const auto* base = static_cast<const std::byte*>(w);
   const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
-    y[r] = RowK23<kQ3>(base + r * row_bytes, nsb, planes, sums16, ahead);
+    y[r] = RowK23<kQ3>(base + r * row_bytes, nsb, planes, supers, ahead);
   });
 }
 
