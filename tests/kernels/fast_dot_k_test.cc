@@ -103,7 +103,8 @@ TEST_P(FastDotK, VnniKernelEqualsTheScalarTwin) {
 }
 
 // A decode batch (n tokens in one MatMul; from 3 tokens the batched kernels) equals the scalar
-// twin token by token, and the single-token path, up to the order of the f32 sums.
+// twin token by token (where the active table has integer dots for the type), and the
+// single-token path, up to the order of the f32 sums.
 TEST_P(FastDotK, BatchedTokensEqualSingleTokens) {
   const GgmlType type = GetParam();
   std::mt19937 rng(23);
@@ -113,6 +114,11 @@ TEST_P(FastDotK, BatchedTokensEqualSingleTokens) {
   constexpr std::int64_t kRows = 70, kCols = 1536;
   const KMatrix w = RandomK(rng, type, kRows, kCols);
   const WeightView v{type, w.bytes.data(), kRows, kCols};
+  // Types with integer dots only in the VNNI table run the exact f32 kernels on an AVX2 one
+  // (SMARTGEN_ISA=avx2): there the batch equals single tokens, not the int8 twin.
+  internal::PrepareActFn prepare = nullptr;
+  const bool int8 =
+      internal::FastDotActKernel(internal::ActiveKernels(), type, &prepare) != nullptr;
   for (const std::int64_t n : {2, 7, 16, 33, 64, 130}) {  // 130: a prefill chunk
     // A prefill chunk takes the integer dots only through the batched kernels (AVX-512 VNNI);
     // without them (SMARTGEN_ISA=avx2) it runs the exact f32 GEMM, by design.
@@ -125,7 +131,9 @@ TEST_P(FastDotK, BatchedTokensEqualSingleTokens) {
       MatVec(v, x.data() + t * kCols, one.data(), nullptr);
       ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.bytes.data(), kRows, kCols, x.data() + t * kCols,
                                        twin.data(), nullptr));
-      EXPECT_LT(testing::MaxRelError(batched.data() + t * kRows, twin.data(), kRows), 5e-5) << n << " " << t;
+      if (int8)
+        EXPECT_LT(testing::MaxRelError(batched.data() + t * kRows, twin.data(), kRows), 5e-5)
+            << n << " " << t;
       EXPECT_LT(testing::MaxRelError(batched.data() + t * kRows, one.data(), kRows), 5e-5) << n << " " << t;
     }
   }
