@@ -116,6 +116,18 @@ MatMulActFn FastDotBatchKernel(const KernelTable& table, gguf::GgmlType type) {
       case gguf::GgmlType::kQ5_0: return avx512vnni::MatMulQ5_0;
       case gguf::GgmlType::kQ4_K: return avx512vnni::MatMulQ4_K;
       case gguf::GgmlType::kQ6_K: return avx512vnni::MatMulQ6_K;
+      case gguf::GgmlType::kQ4_1:
+        return avx512vnni::MatMulQ4_1;
+      case gguf::GgmlType::kQ5_1:
+        return avx512vnni::MatMulQ5_1;
+      case gguf::GgmlType::kQ3_K:
+        return avx512vnni::MatMulQ3_K;
+      case gguf::GgmlType::kQ5_K:
+        return avx512vnni::MatMulQ5_K;
+      case gguf::GgmlType::kIQ4_NL:
+        return avx512vnni::MatMulIq4Nl;
+      case gguf::GgmlType::kIQ4_XS:
+        return avx512vnni::MatMulIq4Xs;
       default: break;
     }
   }

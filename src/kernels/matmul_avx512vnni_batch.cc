@@ -1,4 +1,5 @@
-// Decode batches with AVX-512 VNNI: Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights times the Q8_0
+// Decode batches with AVX-512 VNNI: Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q4_1, Q5_1, Q3_K, Q5_K, IQ4_NL
+// and IQ4_XS weights (every quantized type but Q2_K) times the Q8_0
 // activations of up to 16 tokens at once (ActPanel, kernel_table.h): each of the 16 int32 lanes
 // of a vpdpbusd is one token. A weight row is unpacked once per panel
 // into its unsigned values (nibbles, 5- or 6-bit values, Q8_0 plus 128), 4 of them broadcast to
@@ -16,6 +17,7 @@
 #include "kernels/kernel_table.h"
 #include "kernels/q5_0_groups.h"
 #include "kernels/q8_0_groups.h"
+#include "kernels/quant_more.h"
 
 namespace smartgen::kernels::internal::avx512vnni {
 namespace {
@@ -217,6 +219,133 @@ struct KindQ6_K {
   }
 };
 
+// The model-format issue's types. IQ4: levels plus 128 (offset 128); Q4_1 / Q5_1: q as stored,
+// no offset, the min m entering as -m (the loop subtracts u.m times the token's block sum);
+// Q5_K: Q4_K with the fifth bit; Q3_K: q + 4 hbit with an offset of 4 per half-block (Q6_K's
+// shape).
+__m128i LevelTable() {
+  return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)),
+                       _mm_set1_epi8(static_cast<char>(0x80)));
+}
+
+// 16 nibble bytes (low nibbles elements 0-15, high 16-31) as 32 levels plus 128 at v.
+void UnpackLevels(const std::byte* qs, __m128i table, std::uint8_t* v) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)),
+                low4 = _mm_set1_epi8(0x0F);
+  _mm_store_si128(reinterpret_cast<__m128i*>(v), _mm_shuffle_epi8(table, _mm_and_si128(q, low4)));
+  _mm_store_si128(reinterpret_cast<__m128i*>(v + 16),
+                  _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), low4)));
+}
+
+struct KindIq4Nl {
+  static constexpr bool kSuper = false;
+  static constexpr int kBlockBytes = 18, kUnit = 8, kShift = 7;
+  static constexpr bool kHalves = false, kMins = false;
+  static void Unpack(const std::byte* row, std::int64_t b0, int nbu, Unpacked* u) {
+    const __m128i table = LevelTable();
+    for (int j = 0; j < nbu; ++j) {
+      const std::byte* blk = row + (b0 + j) * kBlockBytes;
+      UnpackLevels(blk + 2, table, u->v + 32 * j);
+      u->s[j] = HalfAt(blk);
+    }
+  }
+};
+
+struct KindIq4Xs {
+  static constexpr bool kSuper = true;
+  static constexpr int kBlockBytes = 136, kUnit = 8, kShift = 7;
+  static constexpr bool kHalves = false, kMins = false;
+  static void Unpack(const std::byte* row, std::int64_t b0, int /*nbu: 8*/, Unpacked* u) {
+    const std::byte* blk = row + (b0 / 8) * kBlockBytes;
+    const __m128i table = LevelTable();
+    std::uint16_t sh;
+    std::memcpy(&sh, blk + 2, 2);
+    const float d = HalfAt(blk);
+    for (int j = 0; j < 8; ++j) {
+      UnpackLevels(blk + 8 + 16 * j, table, u->v + 32 * j);
+      const int ls = ((std::to_integer<int>(blk[4 + j / 2]) >> (4 * (j % 2))) & 15) |
+                     (((sh >> (2 * j)) & 3) << 4);
+      u->s[j] = static_cast<float>(ls - 32) * d;
+    }
+  }
+};
+
+template <bool kFive>
+struct KindMin {
+  static constexpr bool kSuper = false;
+  static constexpr int kBlockBytes = kFive ? 24 : 20, kUnit = 8, kShift = -1;
+  static constexpr bool kHalves = false, kMins = true;
+  static void Unpack(const std::byte* row, std::int64_t b0, int nbu, Unpacked* u) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
+    for (int j = 0; j < nbu; ++j) {
+      const std::byte* blk = row + (b0 + j) * kBlockBytes;
+      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + (kFive ? 8 : 4)));
+      __m256i v = _mm256_and_si256(
+          _mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1), low4);
+      if constexpr (kFive) {
+        std::uint32_t qh;
+        std::memcpy(&qh, blk + 4, 4);
+        v = _mm256_mask_add_epi8(v, qh, v, sixteen);
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j), v);
+      u->s[j] = HalfAt(blk);
+      u->m[j] = -HalfAt(blk + 2);
+    }
+  }
+};
+
+struct KindQ5_K {
+  static constexpr bool kSuper = true;
+  static constexpr int kBlockBytes = 176, kUnit = 8, kShift = -1;
+  static constexpr bool kHalves = false, kMins = true;
+  static void Unpack(const std::byte* row, std::int64_t b0, int /*nbu: 8*/, Unpacked* u) {
+    const std::byte* blk = row + (b0 / 8) * kBlockBytes;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
+    for (int g = 0; g < 4; ++g) {
+      // Bit 2g of qh[l] is the fifth bit of element 64 g + l, bit 2g + 1 of element 64 g + 32 + l.
+      const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 48 + 32 * g));
+      const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), one);
+      const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g + 1), one);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 64 * g),
+                         _mm256_or_si256(_mm256_and_si256(qs, low4), _mm256_slli_epi16(h0, 4)));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 64 * g + 32),
+                         _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 4), low4),
+                                         _mm256_slli_epi16(h1, 4)));
+    }
+    const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(Q4KScaleBytes(blk + 4)));
+    const __m512 dd =
+        _mm512_insertf32x8(_mm512_set1_ps(HalfAt(blk)), _mm256_set1_ps(HalfAt(blk + 2)), 1);
+    alignas(64) float sm[16];
+    _mm512_store_ps(sm, _mm512_mul_ps(f, dd));
+    for (int j = 0; j < 8; ++j) u->s[j] = sm[j], u->m[j] = sm[8 + j];
+  }
+};
+
+struct KindQ3_K {
+  static constexpr bool kSuper = true;
+  static constexpr int kBlockBytes = 110, kUnit = 8, kShift = 2;
+  static constexpr bool kHalves = true, kMins = false;
+  static void Unpack(const std::byte* row, std::int64_t b0, int /*nbu: 8*/, Unpacked* u) {
+    const std::byte* blk = row + (b0 / 8) * kBlockBytes;
+    const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk));
+    for (int n = 0; n < 2; ++n) {
+      const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 + 32 * n));
+      for (int j = 0; j < 4; ++j) {
+        // Element 128 n + 32 j + l: bits 2j of qs[32 n + l], high bit 4 n + j of hmask[l].
+        const __m256i q = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * j), three);
+        const __m256i h = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * n + j), one);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 128 * n + 32 * j),
+                           _mm256_or_si256(q, _mm256_slli_epi16(h, 2)));
+      }
+    }
+    const float d = HalfAt(blk + 108);
+    const auto* sc = reinterpret_cast<const std::uint8_t*>(blk + 96);
+    for (int k = 0; k < 16; ++k) u->s[k] = static_cast<float>(Q3KScale(sc, k) - 32) * d;
+  }
+};
+
 __m512i Broadcast4(const std::uint8_t* p) {
   std::int32_t v;
   std::memcpy(&v, p, 4);
@@ -337,6 +466,30 @@ void MatMulQ4_K(const void* w, std::size_t rb, std::int64_t cols, const ActPanel
 void MatMulQ6_K(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
                 std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
   Batch<KindQ6_K>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulIq4Nl(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                 std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindIq4Nl>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulIq4Xs(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                 std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindIq4Xs>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulQ4_1(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindMin<false>>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulQ5_1(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindMin<true>>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulQ5_K(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindQ5_K>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulQ3_K(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindQ3_K>(w, rb, cols, x, y, ldy, r0, r1);
 }
 
 }  // namespace smartgen::kernels::internal::avx512vnni

@@ -228,8 +228,12 @@ TEST(FastDotQ8, BatchedTokensEqualSingleTokens) {
   const Q8Matrix w8 = RandomQ8(rng, 200, 576);
   const Q8Matrix w4 = RandomQ4(rng, 200, 576);
   const Q8Matrix w5 = RandomQ4(rng, 200, 576, GgmlType::kQ5_0);
+  const Q8Matrix wn = RandomQ4(rng, 200, 576, GgmlType::kIQ4_NL);
+  const Q8Matrix w41 = RandomQ4(rng, 200, 576, GgmlType::kQ4_1);
+  const Q8Matrix w51 = RandomQ4(rng, 200, 576, GgmlType::kQ5_1);
   const std::pair<GgmlType, const Q8Matrix*> mats[] = {
-      {GgmlType::kQ8_0, &w8}, {GgmlType::kQ4_0, &w4}, {GgmlType::kQ5_0, &w5}};
+      {GgmlType::kQ8_0, &w8},   {GgmlType::kQ4_0, &w4},  {GgmlType::kQ5_0, &w5},
+      {GgmlType::kIQ4_NL, &wn}, {GgmlType::kQ4_1, &w41}, {GgmlType::kQ5_1, &w51}};
   for (const std::int64_t n : {2, 5, 16, 17, 64, 130}) {  // 130: a prefill chunk
     const std::vector<float> x = testing::RandomVector(rng, static_cast<std::size_t>(n * 576));
     for (const auto& [type, m] : mats) {
