@@ -177,6 +177,16 @@ __m128i Q4KScaleBytes(const std::byte* p) {
   return _mm_or_si128(a, b);
 }
 
+// A Q4_K / Q5_K block's 8 scales d sc_j and mins dmin m_j into u.
+void UnpackQ4KScales(const std::byte* blk, Unpacked* u) {
+  const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(Q4KScaleBytes(blk + 4)));
+  const __m512 dd =
+      _mm512_insertf32x8(_mm512_set1_ps(HalfAt(blk)), _mm256_set1_ps(HalfAt(blk + 2)), 1);
+  alignas(64) float sm[16];
+  _mm512_store_ps(sm, _mm512_mul_ps(f, dd));
+  for (int j = 0; j < 8; ++j) u->s[j] = sm[j], u->m[j] = sm[8 + j];
+}
+
 struct KindQ4_K {
   static constexpr bool kSuper = true;
   static constexpr int kBlockBytes = 144, kUnit = 8, kShift = -1;
@@ -190,11 +200,7 @@ struct KindQ4_K {
       _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 64 * g + 32),
                          _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4));
     }
-    const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(Q4KScaleBytes(blk + 4)));
-    const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(HalfAt(blk)), _mm256_set1_ps(HalfAt(blk + 2)), 1);
-    alignas(64) float sm[16];
-    _mm512_store_ps(sm, _mm512_mul_ps(f, dd));
-    for (int j = 0; j < 8; ++j) u->s[j] = sm[j], u->m[j] = sm[8 + j];
+    UnpackQ4KScales(blk, u);
   }
 };
 
@@ -313,12 +319,7 @@ struct KindQ5_K {
                          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 4), low4),
                                          _mm256_slli_epi16(h1, 4)));
     }
-    const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(Q4KScaleBytes(blk + 4)));
-    const __m512 dd =
-        _mm512_insertf32x8(_mm512_set1_ps(HalfAt(blk)), _mm256_set1_ps(HalfAt(blk + 2)), 1);
-    alignas(64) float sm[16];
-    _mm512_store_ps(sm, _mm512_mul_ps(f, dd));
-    for (int j = 0; j < 8; ++j) u->s[j] = sm[j], u->m[j] = sm[8 + j];
+    UnpackQ4KScales(blk, u);
   }
 };
 

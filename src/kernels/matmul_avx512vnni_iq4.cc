@@ -127,10 +127,8 @@ void MatVecIq4Nl(const void* w, std::size_t row_bytes, std::int64_t cols, const 
   const std::int64_t nb = cols / kGroupBlock;
   const GroupAct* groups = PrepareGroups<kLevelBias>(x, nb);
   const __m512i table = LevelTable();
-  const auto* base = static_cast<const std::byte*>(w);
-  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
-  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
-    y[r] = RowIq4Nl(base + r * row_bytes, nb, groups, table, ahead);
+  GemvRows(w, row_bytes, y, r0, r1, [&](const std::byte* row, std::size_t ahead) {
+    return RowIq4Nl(row, nb, groups, table, ahead);
   });
 }
 
@@ -138,10 +136,8 @@ void MatVecIq4Xs(const void* w, std::size_t row_bytes, std::int64_t cols, const 
                  std::int64_t r0, std::int64_t r1) {
   const GroupAct* groups = PrepareGroups<kLevelBias>(x, cols / kGroupBlock);
   const __m512i table = LevelTable();
-  const auto* base = static_cast<const std::byte*>(w);
-  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
-  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
-    y[r] = RowIq4Xs(base + r * row_bytes, cols / 256, groups, table, ahead);
+  GemvRows(w, row_bytes, y, r0, r1, [&](const std::byte* row, std::size_t ahead) {
+    return RowIq4Xs(row, cols / 256, groups, table, ahead);
   });
 }
 

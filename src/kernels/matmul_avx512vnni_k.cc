@@ -196,28 +196,26 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
   for (int i = 0; i < R; ++i) y[i] = _mm512_reduce_add_ps(acc[i]);
 }
 
+template <bool kFive>
+void MatVecQ4KQ5K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
+                  std::int64_t r0, std::int64_t r1) {
+  const std::int64_t nsb = cols / kQK;
+  const HalfActQ4K* halves = PrepareHalvesQ4K(x, nsb);
+  GemvRows(w, row_bytes, y, r0, r1, [&](const std::byte* row, std::size_t ahead) {
+    return RowQ4K<kFive>(row, nsb, x, halves, ahead);
+  });
+}
+
 }  // namespace
 
 void MatVecQ4_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
                 std::int64_t r0, std::int64_t r1) {
-  const std::int64_t nsb = cols / kQK;
-  const auto* base = static_cast<const std::byte*>(w);
-  const HalfActQ4K* halves = PrepareHalvesQ4K(x, nsb);
-  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
-  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
-    y[r] = RowQ4K<false>(base + r * row_bytes, nsb, x, halves, ahead);
-  });
+  MatVecQ4KQ5K<false>(w, row_bytes, cols, x, y, r0, r1);
 }
 
 void MatVecQ5_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,
                 std::int64_t r0, std::int64_t r1) {
-  const std::int64_t nsb = cols / kQK;
-  const auto* base = static_cast<const std::byte*>(w);
-  const HalfActQ4K* halves = PrepareHalvesQ4K(x, nsb);
-  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
-  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
-    y[r] = RowQ4K<true>(base + r * row_bytes, nsb, x, halves, ahead);
-  });
+  MatVecQ4KQ5K<true>(w, row_bytes, cols, x, y, r0, r1);
 }
 
 void MatVecQ6_K(const void* w, std::size_t row_bytes, std::int64_t cols, const ActQ8& x, float* y,

@@ -156,10 +156,8 @@ void MatVecK23(const void* w, std::size_t row_bytes, std::int64_t cols, const Ac
   const PlaneAct* planes = nullptr;
   const SuperAct* supers = nullptr;
   PrepareK23(x, nsb, &planes, &supers);
-  const auto* base = static_cast<const std::byte*>(w);
-  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
-  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
-    y[r] = RowK23<kQ3>(base + r * row_bytes, nsb, planes, supers, ahead);
+  GemvRows(w, row_bytes, y, r0, r1, [&](const std::byte* row, std::size_t ahead) {
+    return RowK23<kQ3>(row, nsb, planes, supers, ahead);
   });
 }
 

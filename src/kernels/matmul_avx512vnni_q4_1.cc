@@ -107,10 +107,8 @@ void MatVecMin(const void* w, std::size_t row_bytes, std::int64_t cols, const Ac
                std::int64_t r0, std::int64_t r1) {
   const std::int64_t nb = cols / kGroupBlock;
   const GroupAct* groups = PrepareGroups<0>(x, nb);  // no offset: the q are unsigned as stored
-  const auto* base = static_cast<const std::byte*>(w);
-  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
-  ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
-    y[r] = RowMin<kFive>(base + r * row_bytes, nb, groups, x.sum8, ahead);
+  GemvRows(w, row_bytes, y, r0, r1, [&](const std::byte* row, std::size_t ahead) {
+    return RowMin<kFive>(row, nb, groups, x.sum8, ahead);
   });
 }
 

@@ -80,4 +80,15 @@ inline void ForEachRowTwoStreams(std::int64_t r0, std::int64_t r1, std::size_t r
   for (; b < r1; ++b) row(b);
 }
 
+// A single-token GEMV's loop: y[r] = row(w + r * row_bytes, ahead) for every r in [r0, r1), in
+// ForEachRowTwoStreams' order, `ahead` the prefetch distance StreamPrefetchBytes gives.
+template <typename Row>
+inline void GemvRows(const void* w, std::size_t row_bytes, float* y, std::int64_t r0,
+                     std::int64_t r1, Row&& row) {
+  const auto* base = static_cast<const std::byte*>(w);
+  const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
+  ForEachRowTwoStreams(r0, r1, row_bytes,
+                       [&](std::int64_t r) { y[r] = row(base + r * row_bytes, ahead); });
+}
+
 }  // namespace smartgen::kernels::internal
