@@ -120,6 +120,8 @@ MatMulActFn FastDotBatchKernel(const KernelTable& table, gguf::GgmlType type) {
         return avx512vnni::MatMulQ4_1;
       case gguf::GgmlType::kQ5_1:
         return avx512vnni::MatMulQ5_1;
+      case gguf::GgmlType::kQ2_K:
+        return avx512vnni::MatMulQ2_K;
       case gguf::GgmlType::kQ3_K:
         return avx512vnni::MatMulQ3_K;
       case gguf::GgmlType::kQ5_K:

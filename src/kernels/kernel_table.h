@@ -192,9 +192,7 @@ using MatMulActFn = MatMulActSig*;
 // IQ4_XS weights x Q8_0-quantized activations, and BF16 weights x bf16-rounded activations - the
 // scalar twins (fast_dot*.cc) and the AVX-512 VNNI / AVX512-BF16 kernels (matmul_avx512vnni*.cc,
 // matmul_avx512bf16.cc, run only when the CPU has those extensions). All but the first five
-// have no AVX2 integer dots (without VNNI they take the exact f32 kernels), and Q2_K has no
-// batched (panel) kernel: its decode batches go token by token through the GEMV, kActRows rows
-// at a time, and its prefill takes the f32 GEMM.
+// have no AVX2 integer dots: without VNNI they take the exact f32 kernels.
 namespace scalar {
 MatVecSig MatVecBF16Bf16;
 MatMulSig MatMulBF16Bf16;  // token by token MatVecBF16Bf16 from 32 tokens, as avx512bf16's
@@ -212,7 +210,7 @@ PrepareActSig PrepareActQ8;
 // costs 8 vpdpbusd for all of them. Equal to the MatVec kernels token by token, up to the
 // order of the f32 sums.
 MatMulActSig MatMulQ8_0, MatMulQ4_0, MatMulQ5_0, MatMulQ4_K, MatMulQ6_K;
-MatMulActSig MatMulQ4_1, MatMulQ5_1, MatMulQ3_K, MatMulQ5_K, MatMulIq4Nl, MatMulIq4Xs;
+MatMulActSig MatMulQ4_1, MatMulQ5_1, MatMulQ2_K, MatMulQ3_K, MatMulQ5_K, MatMulIq4Nl, MatMulIq4Xs;
 }  // namespace avx512vnni
 namespace avx2 {  // matmul_avx2_intdot.cc: the same integer dots with AVX2 (vpmaddubsw)
 MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act, MatVecQ4_KAct, MatVecQ6_KAct;

@@ -1,5 +1,5 @@
-// Decode batches with AVX-512 VNNI: Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, Q4_1, Q5_1, Q3_K, Q5_K, IQ4_NL
-// and IQ4_XS weights (every quantized type but Q2_K) times the Q8_0
+// Decode batches with AVX-512 VNNI: every quantized type's weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K
+// here; Q4_1, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS in vnni_batch_kinds_more-inl.h) times the Q8_0
 // activations of up to 16 tokens at once (ActPanel, kernel_table.h): each of the 16 int32 lanes
 // of a vpdpbusd is one token. A weight row is unpacked once per panel
 // into its unsigned values (nibbles, 5- or 6-bit values, Q8_0 plus 128), 4 of them broadcast to
@@ -34,7 +34,7 @@ float HalfAt(const std::byte* p) {
 struct Unpacked {
   alignas(64) std::uint8_t v[256];
   float s[16];  // per block (per half-block of 16 when the kind has kHalves)
-  float m[8];   // Q4_K: dmin * m_j, subtracted times the token's sum over block j
+  float m[16];  // mins (kMins): subtracted times the token's sum over block j (half-block k)
 };
 
 // Per kind: the bytes of an unpack unit of kUnit 32-value blocks (kSuper: one K-quant
@@ -225,127 +225,9 @@ struct KindQ6_K {
   }
 };
 
-// The model-format issue's types. IQ4: levels plus 128 (offset 128); Q4_1 / Q5_1: q as stored,
-// no offset, the min m entering as -m (the loop subtracts u.m times the token's block sum);
-// Q5_K: Q4_K with the fifth bit; Q3_K: q + 4 hbit with an offset of 4 per half-block (Q6_K's
-// shape).
-__m128i LevelTable() {
-  return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)),
-                       _mm_set1_epi8(static_cast<char>(0x80)));
-}
-
-// 16 nibble bytes (low nibbles elements 0-15, high 16-31) as 32 levels plus 128 at v.
-void UnpackLevels(const std::byte* qs, __m128i table, std::uint8_t* v) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)),
-                low4 = _mm_set1_epi8(0x0F);
-  _mm_store_si128(reinterpret_cast<__m128i*>(v), _mm_shuffle_epi8(table, _mm_and_si128(q, low4)));
-  _mm_store_si128(reinterpret_cast<__m128i*>(v + 16),
-                  _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), low4)));
-}
-
-struct KindIq4Nl {
-  static constexpr bool kSuper = false;
-  static constexpr int kBlockBytes = 18, kUnit = 8, kShift = 7;
-  static constexpr bool kHalves = false, kMins = false;
-  static void Unpack(const std::byte* row, std::int64_t b0, int nbu, Unpacked* u) {
-    const __m128i table = LevelTable();
-    for (int j = 0; j < nbu; ++j) {
-      const std::byte* blk = row + (b0 + j) * kBlockBytes;
-      UnpackLevels(blk + 2, table, u->v + 32 * j);
-      u->s[j] = HalfAt(blk);
-    }
-  }
-};
-
-struct KindIq4Xs {
-  static constexpr bool kSuper = true;
-  static constexpr int kBlockBytes = 136, kUnit = 8, kShift = 7;
-  static constexpr bool kHalves = false, kMins = false;
-  static void Unpack(const std::byte* row, std::int64_t b0, int /*nbu: 8*/, Unpacked* u) {
-    const std::byte* blk = row + (b0 / 8) * kBlockBytes;
-    const __m128i table = LevelTable();
-    std::uint16_t sh;
-    std::memcpy(&sh, blk + 2, 2);
-    const float d = HalfAt(blk);
-    for (int j = 0; j < 8; ++j) {
-      UnpackLevels(blk + 8 + 16 * j, table, u->v + 32 * j);
-      const int ls = ((std::to_integer<int>(blk[4 + j / 2]) >> (4 * (j % 2))) & 15) |
-                     (((sh >> (2 * j)) & 3) << 4);
-      u->s[j] = static_cast<float>(ls - 32) * d;
-    }
-  }
-};
-
-template <bool kFive>
-struct KindMin {
-  static constexpr bool kSuper = false;
-  static constexpr int kBlockBytes = kFive ? 24 : 20, kUnit = 8, kShift = -1;
-  static constexpr bool kHalves = false, kMins = true;
-  static void Unpack(const std::byte* row, std::int64_t b0, int nbu, Unpacked* u) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
-    for (int j = 0; j < nbu; ++j) {
-      const std::byte* blk = row + (b0 + j) * kBlockBytes;
-      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + (kFive ? 8 : 4)));
-      __m256i v = _mm256_and_si256(
-          _mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1), low4);
-      if constexpr (kFive) {
-        std::uint32_t qh;
-        std::memcpy(&qh, blk + 4, 4);
-        v = _mm256_mask_add_epi8(v, qh, v, sixteen);
-      }
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j), v);
-      u->s[j] = HalfAt(blk);
-      u->m[j] = -HalfAt(blk + 2);
-    }
-  }
-};
-
-struct KindQ5_K {
-  static constexpr bool kSuper = true;
-  static constexpr int kBlockBytes = 176, kUnit = 8, kShift = -1;
-  static constexpr bool kHalves = false, kMins = true;
-  static void Unpack(const std::byte* row, std::int64_t b0, int /*nbu: 8*/, Unpacked* u) {
-    const std::byte* blk = row + (b0 / 8) * kBlockBytes;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
-    for (int g = 0; g < 4; ++g) {
-      // Bit 2g of qh[l] is the fifth bit of element 64 g + l, bit 2g + 1 of element 64 g + 32 + l.
-      const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 48 + 32 * g));
-      const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), one);
-      const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g + 1), one);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 64 * g),
-                         _mm256_or_si256(_mm256_and_si256(qs, low4), _mm256_slli_epi16(h0, 4)));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 64 * g + 32),
-                         _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 4), low4),
-                                         _mm256_slli_epi16(h1, 4)));
-    }
-    UnpackQ4KScales(blk, u);
-  }
-};
-
-struct KindQ3_K {
-  static constexpr bool kSuper = true;
-  static constexpr int kBlockBytes = 110, kUnit = 8, kShift = 2;
-  static constexpr bool kHalves = true, kMins = false;
-  static void Unpack(const std::byte* row, std::int64_t b0, int /*nbu: 8*/, Unpacked* u) {
-    const std::byte* blk = row + (b0 / 8) * kBlockBytes;
-    const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
-    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk));
-    for (int n = 0; n < 2; ++n) {
-      const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 + 32 * n));
-      for (int j = 0; j < 4; ++j) {
-        // Element 128 n + 32 j + l: bits 2j of qs[32 n + l], high bit 4 n + j of hmask[l].
-        const __m256i q = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * j), three);
-        const __m256i h = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * n + j), one);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 128 * n + 32 * j),
-                           _mm256_or_si256(q, _mm256_slli_epi16(h, 2)));
-      }
-    }
-    const float d = HalfAt(blk + 108);
-    const auto* sc = reinterpret_cast<const std::uint8_t*>(blk + 96);
-    for (int k = 0; k < 16; ++k) u->s[k] = static_cast<float>(Q3KScale(sc, k) - 32) * d;
-  }
-};
+#define SMARTGEN_VNNI_BATCH_KINDS
+#include "kernels/vnni_batch_kinds_more-inl.h"  // inside this namespace
+#undef SMARTGEN_VNNI_BATCH_KINDS
 
 __m512i Broadcast4(const std::uint8_t* p) {
   std::int32_t v;
@@ -376,8 +258,9 @@ __m512i Offset(const std::int32_t* nsum) {
 // R rows x the panel's 16 tokens: out[i][t].
 template <class Kind, int R>
 void RowsBatch(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const ActPanel& x, __m512* out) {
-  __m512 acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  // Per half-block mins (Q2_K) apart, as the scalar twin sums them: they nearly cancel the dots.
+  __m512 acc[R], mins[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps(), mins[i] = _mm512_setzero_ps();
   Unpacked u[R];
   for (std::int64_t b0 = 0; b0 < nb; b0 += Kind::kUnit) {
     const int nbu = static_cast<int>(nb - b0 < Kind::kUnit ? nb - b0 : Kind::kUnit);
@@ -399,6 +282,13 @@ void RowsBatch(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const
           for (int i = 0; i < R; ++i) {
             acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i]), _mm512_mul_ps(_mm512_set1_ps(u[i].s[2 * j + h]), dx), acc[i]);
           }
+          if constexpr (Kind::kMins) {
+            // nsum16 = -sum(q) of the half-block: adding m d_x nsum16 subtracts m d_x sum(q).
+            const __m512 xs = _mm512_mul_ps(
+                dx, _mm512_cvtepi32_ps(_mm512_load_si512(x.nsum16 + (2 * b + h) * 16)));
+            for (int i = 0; i < R; ++i)
+              mins[i] = _mm512_fmadd_ps(_mm512_set1_ps(u[i].m[2 * j + h]), xs, mins[i]);
+          }
         }
       } else {
         Dots<R, 8>(u, 32 * j, panel, Offset<Kind::kShift>(x.nsum + b * 16), dot);
@@ -412,7 +302,7 @@ void RowsBatch(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const
       }
     }
   }
-  for (int i = 0; i < R; ++i) out[i] = acc[i];
+  for (int i = 0; i < R; ++i) out[i] = _mm512_add_ps(acc[i], mins[i]);
 }
 
 template <class Kind>
@@ -491,6 +381,10 @@ void MatMulQ5_K(const void* w, std::size_t rb, std::int64_t cols, const ActPanel
 void MatMulQ3_K(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
                 std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
   Batch<KindQ3_K>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulQ2_K(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindQ2_K>(w, rb, cols, x, y, ldy, r0, r1);
 }
 
 }  // namespace smartgen::kernels::internal::avx512vnni
