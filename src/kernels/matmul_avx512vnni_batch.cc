@@ -2,13 +2,13 @@
 // here; Q4_1, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS in vnni_batch_kinds_more-inl.h) times the Q8_0
 // activations of up to 16 tokens at once (ActPanel, kernel_table.h): each of the 16 int32 lanes
 // of a vpdpbusd is one token. A weight row is unpacked once per panel
-// into its unsigned values (nibbles, 5- or 6-bit values, Q8_0 plus 128), 4 of them broadcast to
-// every lane and multiplied by the 4 matching activations of each token: a 32-value block is 8
+// into its unsigned values (2- to 6-bit values, IQ4 levels or Q8_0 plus 128), 4 of them broadcast
+// to every lane and multiplied by the 4 matching activations of each token: a 32-value block is 8
 // vpdpbusd for all 16 tokens, then one FMA by (d_w * d_x) per token lane. The unsigned values'
-// offsets (8, 16, 32, 128 per weight) enter the integer dot as its initial value, offset times
-// the panel's negated activation sums. The same integer dots as the single-token kernels
-// (matmul_avx512vnni.cc, matmul_avx512vnni_k.cc) and their scalar twins, summed in another
-// order. Compiled with -mavx512vnni; chosen only when the CPU has it (FastDotBatchKernel).
+// offsets (4, 8, 16, 32, 128 per weight) enter the integer dot as its initial value, offset times
+// the panel's negated activation sums; mins (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K) are subtracted times
+// the tokens' block or half-block sums. The same integer dots as the single-token kernels
+// (matmul_avx512vnni*.cc) and their scalar twins, summed in another order. Compiled with -mavx512vnni; chosen only when the CPU has it (FastDotBatchKernel).
 #include <immintrin.h>
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The activations of the AVX-512 VNNI GEMVs that read 32-value blocks four at a time (Q4_0,
-// Q5_0, grouped Q8_0: matmul_avx512vnni.cc; IQ4_NL, IQ4_XS: matmul_avx512vnni_iq4.cc), laid out
-// once per call in the order of the weights' nibbles. Include only from those files, which are
-// compiled with -mavx512vnni inside namespace smartgen::kernels::internal::avx512vnni.
+// Q5_0, grouped Q8_0: matmul_avx512vnni.cc; Q4_1, Q5_1: matmul_avx512vnni_q4_1.cc; IQ4_NL,
+// IQ4_XS: matmul_avx512vnni_iq4.cc), laid out once per call in the order of the weights'
+// nibbles. Include only from those files, which are compiled with -mavx512vnni.
 #pragma once
 
 #include <immintrin.h>
@@ -16,9 +16,9 @@ namespace smartgen::kernels::internal::avx512vnni {
 inline constexpr int kGroupBlock = 32;  // values per block of a group
 
 // Q4_0, Q5_0, grouped Q8_0 and IQ4: the unsigned values (0..15, 0..31, q + 128, level + 128) are
-// the u8 operand and the activations q the s8 one; the offset of kBias (8, 16, 128) per weight
-// enters the integer dot as its initial value -kBias * (sum of each lane's 4 activations), so a
-// block's dot is exactly sum((v - kBias) q).
+// the u8 operand and the activations q the s8 one (Q4_1 / Q5_1: their q as stored, kBias 0); the
+// offset of kBias (8, 16, 128) per weight enters the integer dot as its initial value -kBias *
+// (sum of each lane's 4 activations), so a block's dot is exactly sum((v - kBias) q).
 template <int kBias>
 inline __m512i OffsetDot(__m512i xq) {
   const __m512i dot =
