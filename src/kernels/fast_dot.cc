@@ -60,7 +60,7 @@ MatMulFn FastDotMulKernel(const KernelTable& table, gguf::GgmlType type) {
 
 MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, PrepareActFn* prepare) {
   if (!g_fast_dot.load(std::memory_order_relaxed)) return nullptr;
-  // Kinds 0-4 have integer dots in every table, 5-11 only with AVX-512 VNNI and in the scalar one.
+  // Every kind has integer dots in every table (AVX-512 without VNNI takes the AVX2 ones).
   const int kind = type == gguf::GgmlType::kQ8_0     ? 0
                    : type == gguf::GgmlType::kQ4_0   ? 1
                    : type == gguf::GgmlType::kQ5_0   ? 2
@@ -87,10 +87,11 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
   }
   // AVX2, and AVX-512 without VNNI: the AVX2 integer dots.
   if (table.isa == Isa::kAvx2 || table.isa == Isa::kAvx512) {
-    if (kind > 4) return nullptr;     // the exact f32 kernels
     *prepare = scalar::PrepareActQ8;  // plain C++: bit for bit what every table prepares
-    const MatVecActFn fns[] = {avx2::MatVecQ8_0Act, avx2::MatVecQ4_0Act, avx2::MatVecQ5_0Act,
-                               avx2::MatVecQ4_KAct, avx2::MatVecQ6_KAct};
+    const MatVecActFn fns[] = {avx2::MatVecQ8_0Act,  avx2::MatVecQ4_0Act,  avx2::MatVecQ5_0Act,
+                               avx2::MatVecQ4_KAct,  avx2::MatVecQ6_KAct,  avx2::MatVecQ5_KAct,
+                               avx2::MatVecIq4NlAct, avx2::MatVecIq4XsAct, avx2::MatVecQ4_1Act,
+                               avx2::MatVecQ5_1Act,  avx2::MatVecQ2_KAct,  avx2::MatVecQ3_KAct};
     return fns[kind];
   }
 #endif

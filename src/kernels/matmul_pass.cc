@@ -40,7 +40,7 @@ std::int64_t RoundUp(std::int64_t a, std::int64_t b) {
 
 // Up to this many tokens (a decode batch) go through the fast-dot kernels (token by token over
 // blocks of kActRows weight rows, or the batched kernels); more (a prefill) through the batched
-// kernels where every product of a pass has one (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K with VNNI), else
+// kernels where every product of a pass has one (every quantized type with VNNI), else
 // the f32 GEMM.
 constexpr std::int64_t kActTokens = 64;
 constexpr std::int64_t kActRows = 32;

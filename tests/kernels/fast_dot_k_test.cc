@@ -114,8 +114,8 @@ TEST_P(FastDotK, BatchedTokensEqualSingleTokens) {
   constexpr std::int64_t kRows = 70, kCols = 1536;
   const KMatrix w = RandomK(rng, type, kRows, kCols);
   const WeightView v{type, w.bytes.data(), kRows, kCols};
-  // Types with integer dots only in the VNNI table run the exact f32 kernels on an AVX2 one
-  // (SMARTGEN_ISA=avx2): there the batch equals single tokens, not the int8 twin.
+  // Where the active table has no integer dots for the type, the batch equals single tokens,
+  // not the int8 twin.
   internal::PrepareActFn prepare = nullptr;
   const bool int8 =
       internal::FastDotActKernel(internal::ActiveKernels(), type, &prepare) != nullptr;
@@ -131,9 +131,10 @@ TEST_P(FastDotK, BatchedTokensEqualSingleTokens) {
       MatVec(v, x.data() + t * kCols, one.data(), nullptr);
       ASSERT_TRUE(internal::MatVecWith(*scalar, type, w.bytes.data(), kRows, kCols, x.data() + t * kCols,
                                        twin.data(), nullptr));
-      if (int8)
+      if (int8) {
         EXPECT_LT(testing::MaxRelError(batched.data() + t * kRows, twin.data(), kRows), 5e-5)
             << n << " " << t;
+      }
       EXPECT_LT(testing::MaxRelError(batched.data() + t * kRows, one.data(), kRows), 5e-5) << n << " " << t;
     }
   }
@@ -167,9 +168,13 @@ TEST_P(FastDotAvx2, KernelEqualsTheScalarTwin) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, FastDotAvx2,
-                         ::testing::Values(GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_K,
-                                           GgmlType::kQ6_K),
-                         [](const auto& info) { return std::string(gguf::GetTypeInfo(info.param).name); });
+                         ::testing::Values(GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,
+                                           GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ5_K,
+                                           GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kQ4_1,
+                                           GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K),
+                         [](const auto& info) {
+                           return std::string(gguf::GetTypeInfo(info.param).name);
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Types, FastDotK,
                          ::testing::Values(GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
