@@ -415,7 +415,8 @@ const Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
   for (GgmlType type : kAllTypes) {
     for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
       for (const bool fast : {false, true}) {
-        if (fast && isa != Isa::kAvx512) continue;
+        const bool plain = type == GgmlType::kF32 || type == GgmlType::kF16;
+        if (fast && (plain || (isa == Isa::kAvx2 && type == GgmlType::kBF16))) continue;
         benchmark::RegisterBenchmark(("BM_GemvHot/" + std::string(TypeName(type)) + "/" +
                                       kernels::internal::IsaName(isa) + (fast ? "/fast-dot" : ""))
                                          .c_str(),

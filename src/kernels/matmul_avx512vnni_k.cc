@@ -135,22 +135,25 @@ float RowQ4K(const std::byte* w, std::int64_t nsb, const ActQ8& x, const HalfAct
 // A GEMV's integer-dot offsets for the Q6_K kernel: per 64 activations, -32 times each lane's sum
 // of 4, the initial value that makes a dot of the stored values (0..63) a dot of q - 32. Built
 // once per call, not once per row.
-const __m512i* PrepareOffsetsQ6K(const ActQ8& x, std::int64_t nsb) {
-  thread_local std::vector<__m512i> storage;
+struct Offsets64 {
+  __m512i lanes;  // a struct: std::vector<__m512i> would drop the vector type's attributes
+};
+const Offsets64* PrepareOffsetsQ6K(const ActQ8& x, std::int64_t nsb) {
+  thread_local std::vector<Offsets64> storage;
   const auto quarters = static_cast<std::size_t>(4 * nsb);
   if (storage.size() < quarters) storage.resize(quarters);
   const __m512i thirty_two = _mm512_set1_epi8(32);
   for (std::size_t v = 0; v < quarters; ++v) {
     const __m512i sum =
         _mm512_dpbusd_epi32(_mm512_setzero_si512(), thirty_two, _mm512_loadu_si512(x.q + 64 * v));
-    storage[v] = _mm512_sub_epi32(_mm512_setzero_si512(), sum);
+    storage[v].lanes = _mm512_sub_epi32(_mm512_setzero_si512(), sum);
   }
   return storage.data();
 }
 
 template <int R>
 void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x,
-             const __m512i* offsets, float* y, std::size_t ahead) {
+             const Offsets64* offsets, float* y, std::size_t ahead) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   // Sub-block (of 16) j's scale for activation block j / 2; a dot of elements [64 v, 64 v + 64)
   // has lane i in sub-block 4 v + i / 4.
@@ -165,7 +168,7 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   for (std::int64_t b = 0; b < nsb; ++b) {
     const __m512 dx = _mm512_permutexvar_ps(halves, _mm512_castps256_ps512(_mm256_loadu_ps(x.d + 8 * b)));
-    const __m512i* off = offsets + 4 * b;
+    const Offsets64* off = offsets + 4 * b;
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * kQ6KBytes;
       Prefetch(blk, kQ6KBytes, ahead);
@@ -186,7 +189,7 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
           const int v = 2 * n + k;
           // The stored values (0..63) are the u8 operand; the offset of 32 is the initial value.
           const __m512i xq = _mm512_loadu_si512(x.q + b * kQK + 64 * v);
-          const __m512i dot = _mm512_dpbusd_epi32(off[v], k == 0 ? v01 : v23, xq);
+          const __m512i dot = _mm512_dpbusd_epi32(off[v].lanes, k == 0 ? v01 : v23, xq);
           a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick[v], s), a);
         }
       }
@@ -222,7 +225,7 @@ void MatVecQ6_K(const void* w, std::size_t row_bytes, std::int64_t cols, const A
                 std::int64_t r0, std::int64_t r1) {
   const std::int64_t nsb = cols / kQK;
   const auto* base = static_cast<const std::byte*>(w);
-  const __m512i* offsets = PrepareOffsetsQ6K(x, nsb);
+  const Offsets64* offsets = PrepareOffsetsQ6K(x, nsb);
   const std::size_t ahead = StreamPrefetchBytes(r1 - r0, row_bytes);
   ForEachRowTwoStreams(r0, r1, row_bytes, [&](std::int64_t r) {
     RowsQ6K<1>(base + r * row_bytes, row_bytes, nsb, x, offsets, y + r, ahead);
