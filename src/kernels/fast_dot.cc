@@ -87,7 +87,7 @@ MatVecActFn FastDotActKernel(const KernelTable& table, gguf::GgmlType type, Prep
   }
   // AVX2, and AVX-512 without VNNI: the AVX2 integer dots.
   if (table.isa == Isa::kAvx2 || table.isa == Isa::kAvx512) {
-    *prepare = scalar::PrepareActQ8;  // plain C++: bit for bit what every table prepares
+    *prepare = avx2::PrepareActQ8;
     const MatVecActFn fns[] = {avx2::MatVecQ8_0Act,  avx2::MatVecQ4_0Act,  avx2::MatVecQ5_0Act,
                                avx2::MatVecQ4_KAct,  avx2::MatVecQ6_KAct,  avx2::MatVecQ5_KAct,
                                avx2::MatVecIq4NlAct, avx2::MatVecIq4XsAct, avx2::MatVecQ4_1Act,

@@ -213,6 +213,7 @@ MatMulActSig MatMulQ8_0, MatMulQ4_0, MatMulQ5_0, MatMulQ4_K, MatMulQ6_K;
 MatMulActSig MatMulQ4_1, MatMulQ5_1, MatMulQ2_K, MatMulQ3_K, MatMulQ5_K, MatMulIq4Nl, MatMulIq4Xs;
 }  // namespace avx512vnni
 namespace avx2 {  // matmul_avx2_intdot*.cc: the same integer dots with AVX2 (vpmaddubsw)
+PrepareActSig PrepareActQ8;  // bit for bit scalar::PrepareActQ8
 MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act, MatVecQ4_KAct, MatVecQ5_KAct,
     MatVecQ6_KAct;
 MatVecActSig MatVecQ4_1Act, MatVecQ5_1Act, MatVecIq4NlAct, MatVecIq4XsAct, MatVecQ2_KAct,

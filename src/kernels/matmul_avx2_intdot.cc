@@ -163,6 +163,44 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
 
 }  // namespace
 
+// Bit for bit scalar::PrepareActQ8 (fast_dot.cc): the same amax, d = amax / 127, 1 / d, products
+// rounded to nearest even (cvtps_epi32 in the default rounding mode, std::nearbyint there) and
+// 8 d sum(q), 32 values a block, 4 x 8 lanes.
+void PrepareActQ8(const float* x, std::int64_t n, std::int8_t* q, std::uint8_t* qabs,
+                  std::uint32_t* qneg, float* d, float* sum8) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (std::int64_t b = 0; b < n / 32; ++b) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) {
+      v[k] = _mm256_loadu_ps(x + 32 * b + 8 * k);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    d[b] = _mm_cvtss_f32(m) / 127.0f;
+    const __m256 id = _mm256_set1_ps(d[b] != 0.0f ? 1.0f / d[b] : 0.0f);
+    __m256i i[4];
+    for (int k = 0; k < 4; ++k) i[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], id));
+    const __m256i sums =
+        _mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3]));
+    const __m128i s4 =
+        _mm_add_epi32(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
+    const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+    const std::int32_t sum = _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
+    // Packing works within 128-bit halves: dwords come out as a0 b0 c0 d0 a1 b1 c1 d1.
+    const __m256i packed =
+        _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+    const __m256i bytes = _mm256_permutevar8x32_epi32(packed, order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * b), bytes);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qabs + 32 * b), _mm256_abs_epi8(bytes));
+    qneg[b] = static_cast<std::uint32_t>(_mm256_movemask_epi8(bytes));
+    sum8[b] = 8.0f * d[b] * static_cast<float>(sum);
+  }
+}
+
 // Rows per step R: one row after another where the kernel keeps up with the stream (Q8_0, Q4_K,
 // Q6_K: with AVX2 only, Qwen2.5-0.5B decoded 1.2x (Q8_0) and 1.1x (Q4_K_M) faster so than 4 rows
 // interleaved on an AMD EPYC Zen 5), 4 rows sharing each activation load where the nibble

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "core/cpu_features.h"
 #include "kernel_test_util.h"
 #include "kernels/fp16.h"
+#include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 
@@ -191,6 +193,54 @@ INSTANTIATE_TEST_SUITE_P(Types, FastDotQ4,
 
 // The activations are prepared once per pass and shared by the products of one input: q/k/v
 // (MatMulMany) and gate/up (MatMulSwiGlu) give what each product gives alone.
+// Every table prepares the activations bit for bit as the scalar code does (a batch, a team
+// pass and a single token may prepare on different tables' code and must agree): values of every
+// scale, a block of zeros, one of exact halves (ties round to even), a block with one huge value.
+TEST(FastDotQ8, EveryPrepareEqualsTheScalarOneBitForBit) {
+  std::mt19937 rng(31);
+  constexpr std::int64_t kN = 32 * 40;
+  std::vector<float> x = testing::RandomVector(rng, kN);
+  std::uniform_real_distribution<float> gain(1e-6f, 1e3f);
+  for (std::int64_t b = 0; b < kN / 32; ++b) {
+    const float g = gain(rng);
+    for (int j = 0; j < 32; ++j) x[b * 32 + j] *= g;
+  }
+  for (int j = 0; j < 32; ++j) x[32 + j] = 0.0f;
+  for (int j = 0; j < 32; ++j)
+    x[64 + j] = (j == 0 ? 127.0f : static_cast<float>(j % 7) + 0.5f) * (j % 2 ? -1 : 1);
+  x[96] = 1e30f;
+  struct Prepared {
+    std::vector<std::int8_t> q = std::vector<std::int8_t>(kN);
+    std::vector<std::uint8_t> qabs = std::vector<std::uint8_t>(kN);
+    std::vector<std::uint32_t> qneg = std::vector<std::uint32_t>(kN / 32);
+    std::vector<float> d = std::vector<float>(kN / 32), sum8 = std::vector<float>(kN / 32);
+  };
+  const auto run = [&](internal::PrepareActFn fn) {
+    Prepared p;
+    fn(x.data(), kN, p.q.data(), p.qabs.data(), p.qneg.data(), p.d.data(), p.sum8.data());
+    return p;
+  };
+  const Prepared want = run(internal::scalar::PrepareActQ8);
+  std::vector<std::pair<const char*, internal::PrepareActFn>> others;
+#if defined(__x86_64__)
+  const core::CpuFeatures& f = core::GetCpuFeatures();
+  if (f.HasAvx2()) others.emplace_back("avx2", internal::avx2::PrepareActQ8);
+  if (f.HasAvx512() && f.avx512vnni)
+    others.emplace_back("avx512vnni", internal::avx512vnni::PrepareActQ8);
+#endif
+  if (others.empty()) GTEST_SKIP() << "this CPU has no SIMD preparation";
+  for (const auto& [name, fn] : others) {
+    const Prepared got = run(fn);
+    EXPECT_EQ(got.q, want.q) << name;
+    EXPECT_EQ(got.qabs, want.qabs) << name;
+    EXPECT_EQ(got.qneg, want.qneg) << name;
+    for (std::int64_t b = 0; b < kN / 32; ++b) {
+      EXPECT_EQ(std::memcmp(&got.d[b], &want.d[b], 4), 0) << name << " block " << b;
+      EXPECT_EQ(std::memcmp(&got.sum8[b], &want.sum8[b], 4), 0) << name << " block " << b;
+    }
+  }
+}
+
 TEST(FastDotQ8, PreparedActivationsAreSharedWithinAPass) {
   std::mt19937 rng(10);
   core::ThreadPool pool(2);
