@@ -12,6 +12,7 @@
 
 #include "kernels/avx2_intdot-inl.h"
 #include "kernels/kernel_table.h"
+#include "kernels/q4k_scales-inl.h"
 
 namespace smartgen::kernels::internal::avx2 {
 namespace {
@@ -65,36 +66,30 @@ void RowsQ5_0(const std::byte* w, std::size_t rb, std::int64_t nb, const ActQ8& 
   RowsQ4<R, true>(w, rb, nb, x, y);
 }
 
-// The 6-bit scales and mins of a Q4_K block (quant.h's Q4KScaleMin; ISA files share no inline
-// functions).
-void ScaleMinQ4K(int j, const std::uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 // Q4_K (144-byte blocks: f16 d, dmin, 12 scale bytes, 128 nibble bytes) or, kFive, Q5_K (176:
 // the fifth bits qh[32] before the nibbles; bit j of qh[l] is sub-block j's element l, added as
-// 16 to the nibble).
+// 16 to the nibble). A super-block's 8 scales d sc_j d_x are one vector, each sub-block's taken
+// by a lane permutation; its mins dmin m_j d_x sum(q) one product per super-block.
 template <int R, bool kFive>
 void RowsQ4K5K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x,
                float* y) {
   constexpr int kBytes = kFive ? 176 : 144, kQs = kFive ? 48 : 16;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  __m256 acc[R];
-  float mins[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps(), mins[i] = 0.0f;
+  __m256 acc[R], mins[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps(), mins[i] = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < nsb; ++b) {
+    const __m256 dx = _mm256_loadu_ps(x.d + 8 * b);
+    const __m256 xsum = _mm256_mul_ps(_mm256_loadu_ps(x.sum8 + 8 * b), _mm256_set1_ps(0.125f));
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * kBytes;
       for (int off = 0; off < kBytes; off += 64)
         __builtin_prefetch(blk + kPrefetchRows * row_bytes + off, 0, 3);
-      const float d = HalfAt(blk), dmin = HalfAt(blk + 2);
-      const auto* scales = reinterpret_cast<const std::uint8_t*>(blk + 4);
+      const __m128i sm = ScalesMinsQ4K(blk + 4);
+      const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm));
+      const __m256 m = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8)));
+      const __m256 s = _mm256_mul_ps(_mm256_mul_ps(sc, _mm256_set1_ps(HalfAt(blk))), dx);
+      mins[i] = _mm256_add_ps(
+          mins[i], _mm256_mul_ps(_mm256_mul_ps(m, _mm256_set1_ps(HalfAt(blk + 2))), xsum));
       __m256i qh = _mm256_setzero_si256();
       if constexpr (kFive) qh = Load32(blk + 16);
       __m256 a = acc[i];
@@ -102,20 +97,17 @@ void RowsQ4K5K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, cons
         const __m256i qs = Load32(blk + kQs + 32 * g);
         for (int h = 0; h < 2; ++h) {
           const int j = 2 * g + h;
-          const std::int64_t ab = 8 * b + j;  // activation block
-          int sc, m;
-          ScaleMinQ4K(j, scales, &sc, &m);
           __m256i v = _mm256_and_si256(h == 0 ? qs : _mm256_srli_epi16(qs, 4), low4);
           if constexpr (kFive) v = _mm256_or_si256(v, ByteBit(qh, j, 4));
-          const __m256i dot = Dot32(v, Load32(x.q + 32 * ab));
-          a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(static_cast<float>(sc) * d * x.d[ab]), a);
-          mins[i] += (static_cast<float>(m) * dmin) * (x.sum8[ab] * 0.125f);
+          const __m256i dot = Dot32(v, Load32(x.q + 256 * b + 32 * j));
+          a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                              _mm256_permutevar8x32_ps(s, _mm256_set1_epi32(j)), a);
         }
       }
       acc[i] = a;
     }
   }
-  for (int i = 0; i < R; ++i) y[i] = Sum8(acc[i]) - mins[i];
+  for (int i = 0; i < R; ++i) y[i] = Sum8(acc[i]) - Sum8(mins[i]);
 }
 template <int R>
 void RowsQ4K(const std::byte* w, std::size_t rb, std::int64_t nsb, const ActQ8& x, float* y) {
@@ -135,8 +127,18 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * 210;
       for (int off = 0; off < 210; off += 64) __builtin_prefetch(blk + kPrefetchRows * row_bytes + off, 0, 3);
-      const float d = HalfAt(blk + 208);
-      const auto* sc = reinterpret_cast<const std::int8_t*>(blk + 192);
+      // d sc_j d_x of sub-blocks 8 n .. 8 n + 7 (sub-block j's activation block: j / 2).
+      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
+      const __m256 d = _mm256_set1_ps(HalfAt(blk + 208));
+      const __m256 dx = _mm256_loadu_ps(x.d + 8 * b);
+      __m256 scale[2];
+      for (int n = 0; n < 2; ++n) {
+        const __m256i bytes = _mm256_cvtepi8_epi32(n == 0 ? sc : _mm_srli_si128(sc, 8));
+        const __m256i pairs = _mm256_setr_epi32(4 * n, 4 * n, 4 * n + 1, 4 * n + 1, 4 * n + 2,
+                                                4 * n + 2, 4 * n + 3, 4 * n + 3);
+        scale[n] = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(bytes), d),
+                                 _mm256_permutevar8x32_ps(dx, pairs));
+      }
       __m256 a = acc[i];
       for (int n = 0; n < 2; ++n) {
         const __m256i ql0 = Load32(blk + 64 * n), ql1 = Load32(blk + 64 * n + 32);
@@ -148,11 +150,10 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
           const __m256i q = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), off32);
           const std::int64_t e = b * 256 + 128 * n + 32 * k;
           const __m256i dot = Dot32(Load32(x.qabs + e), _mm256_sign_epi8(q, Load32(x.q + e)));
-          const float dx = x.d[e / 32];
-          const int j = 8 * n + 2 * k;  // the half-blocks' scales: j (lanes 0-3), j + 1 (lanes 4-7)
-          const __m256 s = _mm256_set_m128(_mm_set1_ps(static_cast<float>(sc[j + 1]) * d * dx),
-                                           _mm_set1_ps(static_cast<float>(sc[j]) * d * dx));
-          a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), s, a);
+          // Lanes 0-3: sub-block 8 n + 2 k, lanes 4-7: the next one.
+          const __m256i pick = _mm256_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1,
+                                                 2 * k + 1, 2 * k + 1);
+          a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_permutevar8x32_ps(scale[n], pick), a);
         }
       }
       acc[i] = a;

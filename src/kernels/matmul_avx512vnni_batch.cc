@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "kernels/kernel_table.h"
+#include "kernels/q4k_scales-inl.h"
 #include "kernels/q5_0_groups.h"
 #include "kernels/q8_0_groups.h"
 #include "kernels/quant_more.h"
@@ -165,21 +166,9 @@ struct KindQ8_0Groups {
   }
 };
 
-// The 8 scales and mins of a Q4_K block as bytes [sc0..7, m0..7] (ScalesMinsQ4K's twin in
-// matmul_avx512vnni_k.cc; ISA files share no inline functions).
-__m128i Q4KScaleBytes(const std::byte* p) {
-  const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  constexpr int k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
-  __m128i a = _mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0));
-  a = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)), _mm_setr_epi32(k6, k4, k6, k4));
-  __m128i b = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0));
-  b = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(b, 6), _mm_setr_epi32(0, k2, 0, k2)), 4);
-  return _mm_or_si128(a, b);
-}
-
 // A Q4_K / Q5_K block's 8 scales d sc_j and mins dmin m_j into u.
 void UnpackQ4KScales(const std::byte* blk, Unpacked* u) {
-  const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(Q4KScaleBytes(blk + 4)));
+  const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ScalesMinsQ4K(blk + 4)));
   const __m512 dd =
       _mm512_insertf32x8(_mm512_set1_ps(HalfAt(blk)), _mm256_set1_ps(HalfAt(blk + 2)), 1);
   alignas(64) float sm[16];
