@@ -17,20 +17,26 @@
 namespace smartgen::kernels::internal::avx2 {
 namespace {
 
+// Each row keeps two accumulators (even and odd blocks): one FMA chain would hold a row to one
+// block per FMA latency, below what a core streams.
 template <int R>
 void RowsQ8(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const ActQ8& x, float* y) {
-  __m256 acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
-  for (std::int64_t b = 0; b < nb; ++b) {
+  __m256 acc[R][2];
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  const auto step = [&](std::int64_t b, int chain) {
     const __m256i xq = Load32(x.q + 32 * b), xa = Load32(x.qabs + 32 * b);
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * 34;
       __builtin_prefetch(blk + kPrefetchRows * row_bytes, 0, 3);
       const __m256i dot = Dot32(xa, _mm256_sign_epi8(Load32(blk + 2), xq));
-      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(HalfAt(blk) * x.d[b]), acc[i]);
+      acc[i][chain] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(HalfAt(blk) * x.d[b]),
+                                      acc[i][chain]);
     }
-  }
-  for (int i = 0; i < R; ++i) y[i] = Sum8(acc[i]);
+  };
+  std::int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) step(b, 0), step(b + 1, 1);
+  if (b < nb) step(b, 0);
+  for (int i = 0; i < R; ++i) y[i] = Sum8(_mm256_add_ps(acc[i][0], acc[i][1]));
 }
 
 template <int R, bool kFive>
@@ -75,8 +81,8 @@ void RowsQ4K5K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, cons
                float* y) {
   constexpr int kBytes = kFive ? 176 : 144, kQs = kFive ? 48 : 16;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  __m256 acc[R], mins[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps(), mins[i] = _mm256_setzero_ps();
+  __m256 acc[R][2], mins[R];  // two chains a row: low and high nibbles
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = mins[i] = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < nsb; ++b) {
     const __m256 dx = _mm256_loadu_ps(x.d + 8 * b);
     const __m256 xsum = _mm256_mul_ps(_mm256_loadu_ps(x.sum8 + 8 * b), _mm256_set1_ps(0.125f));
@@ -92,22 +98,24 @@ void RowsQ4K5K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, cons
           mins[i], _mm256_mul_ps(_mm256_mul_ps(m, _mm256_set1_ps(HalfAt(blk + 2))), xsum));
       __m256i qh = _mm256_setzero_si256();
       if constexpr (kFive) qh = Load32(blk + 16);
-      __m256 a = acc[i];
+      __m256 a[2] = {acc[i][0], acc[i][1]};
+#pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
         const __m256i qs = Load32(blk + kQs + 32 * g);
+#pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
           const int j = 2 * g + h;
           __m256i v = _mm256_and_si256(h == 0 ? qs : _mm256_srli_epi16(qs, 4), low4);
           if constexpr (kFive) v = _mm256_or_si256(v, ByteBit(qh, j, 4));
           const __m256i dot = Dot32(v, Load32(x.q + 256 * b + 32 * j));
-          a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
-                              _mm256_permutevar8x32_ps(s, _mm256_set1_epi32(j)), a);
+          a[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                                 _mm256_permutevar8x32_ps(s, _mm256_set1_epi32(j)), a[h]);
         }
       }
-      acc[i] = a;
+      acc[i][0] = a[0], acc[i][1] = a[1];
     }
   }
-  for (int i = 0; i < R; ++i) y[i] = Sum8(acc[i]) - Sum8(mins[i]);
+  for (int i = 0; i < R; ++i) y[i] = Sum8(_mm256_add_ps(acc[i][0], acc[i][1])) - Sum8(mins[i]);
 }
 template <int R>
 void RowsQ4K(const std::byte* w, std::size_t rb, std::int64_t nsb, const ActQ8& x, float* y) {
@@ -121,8 +129,8 @@ void RowsQ5K(const std::byte* w, std::size_t rb, std::int64_t nsb, const ActQ8& 
 template <int R>
 void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const ActQ8& x, float* y) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3), off32 = _mm256_set1_epi8(32);
-  __m256 acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  __m256 acc[R][2];  // two chains a row: even and odd quarters
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < nsb; ++b) {
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * 210;
@@ -139,10 +147,11 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
         scale[n] = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(bytes), d),
                                  _mm256_permutevar8x32_ps(dx, pairs));
       }
-      __m256 a = acc[i];
+      __m256 a[2] = {acc[i][0], acc[i][1]};
       for (int n = 0; n < 2; ++n) {
         const __m256i ql0 = Load32(blk + 64 * n), ql1 = Load32(blk + 64 * n + 32);
         const __m256i qh = Load32(blk + 128 + 32 * n);
+#pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {  // quarter k: elements 128 n + 32 k + l
           const __m256i ql = (k & 1) ? ql1 : ql0;
           const __m256i lo = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(ql, 4) : ql, low4);
@@ -153,13 +162,14 @@ void RowsQ6K(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
           // Lanes 0-3: sub-block 8 n + 2 k, lanes 4-7: the next one.
           const __m256i pick = _mm256_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1,
                                                  2 * k + 1, 2 * k + 1);
-          a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_permutevar8x32_ps(scale[n], pick), a);
+          a[k & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                                     _mm256_permutevar8x32_ps(scale[n], pick), a[k & 1]);
         }
       }
-      acc[i] = a;
+      acc[i][0] = a[0], acc[i][1] = a[1];
     }
   }
-  for (int i = 0; i < R; ++i) y[i] = Sum8(acc[i]);
+  for (int i = 0; i < R; ++i) y[i] = Sum8(_mm256_add_ps(acc[i][0], acc[i][1]));
 }
 
 }  // namespace

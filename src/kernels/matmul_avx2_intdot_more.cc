@@ -97,8 +97,8 @@ void RowsIq4Xs(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, cons
                float* y) {
   constexpr int kBytes = 136;  // f16 d, u16 scales_h, u8 scales_l[4], 128 nibble bytes
   const __m256i table = LevelTable();
-  __m256 acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  __m256 acc[R][2];  // two chains a row: even and odd sub-blocks
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < nsb; ++b) {
     for (int i = 0; i < R; ++i) {
       const std::byte* blk = w + i * row_bytes + b * kBytes;
@@ -108,20 +108,22 @@ void RowsIq4Xs(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, cons
       std::uint16_t scales_h;
       std::memcpy(&scales_h, blk + 2, 2);
       const auto* scales_l = reinterpret_cast<const std::uint8_t*>(blk + 4);
-      __m256 a = acc[i];
+      __m256 a[2] = {acc[i][0], acc[i][1]};
+#pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
         const int ls =
             ((scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((scales_h >> (2 * j)) & 3) << 4);
         const std::int64_t ab = 8 * b + j;  // activation block
         const __m256i dot =
             LevelDot(blk + 8 + 16 * j, table, Load32(x.q + 32 * ab), Load32(x.qabs + 32 * ab));
-        a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
-                            _mm256_set1_ps(d * static_cast<float>(ls - 32) * x.d[ab]), a);
+        a[j & 1] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                            _mm256_set1_ps(d * static_cast<float>(ls - 32) * x.d[ab]), a[j & 1]);
       }
-      acc[i] = a;
+      acc[i][0] = a[0], acc[i][1] = a[1];
     }
   }
-  for (int i = 0; i < R; ++i) y[i] = Sum8(acc[i]);
+  for (int i = 0; i < R; ++i) y[i] = Sum8(_mm256_add_ps(acc[i][0], acc[i][1]));
 }
 
 // What every Q2_K / Q3_K row of a call shares, per super-block b: dx16[16 b + k] the d_x of
@@ -178,7 +180,8 @@ float RowK23(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
              const K23Act& k23) {
   constexpr int kBytes = kQ3 ? 110 : 84, kQs = kQ3 ? 32 : 16;
   const __m256i three = _mm256_set1_epi8(3);
-  __m256 acc = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // even and odd planes
+  __m256 mins = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < nsb; ++b) {
     const std::byte* blk = w + b * kBytes;
     for (int off = 0; off < kBytes; off += 64)
@@ -204,6 +207,7 @@ float RowK23(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
     for (int n = 0; n < 2; ++n) {
       const __m256 sd = _mm256_mul_ps(scale[n], _mm256_loadu_ps(k23.dx16 + 16 * b + 8 * n));
       const __m256i qs = Load32(blk + kQs + 32 * n);
+#pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
         const std::int64_t e = 256 * b + 128 * n + 32 * j;
         __m256i u = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * j), three);
@@ -217,11 +221,12 @@ float RowK23(const std::byte* w, std::size_t row_bytes, std::int64_t nsb, const 
         // Lanes 0-3: sub-block 8 n + 2 j, lanes 4-7: the next one.
         const __m256i pick = _mm256_setr_epi32(2 * j, 2 * j, 2 * j, 2 * j, 2 * j + 1, 2 * j + 1,
                                                2 * j + 1, 2 * j + 1);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_permutevar8x32_ps(sd, pick), acc);
+        acc[j & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_permutevar8x32_ps(sd, pick),
+                                     acc[j & 1]);
       }
     }
   }
-  return Sum8(acc) - Sum8(mins);
+  return Sum8(_mm256_add_ps(acc[0], acc[1])) - Sum8(mins);
 }
 
 template <bool kQ3>
