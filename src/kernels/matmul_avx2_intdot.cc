@@ -12,7 +12,7 @@
 
 #include "kernels/avx2_intdot-inl.h"
 #include "kernels/kernel_table.h"
-#include "kernels/q4k_scales-inl.h"
+#include "kernels/kquant_scales-inl.h"
 
 namespace smartgen::kernels::internal::avx2 {
 namespace {

@@ -20,6 +20,7 @@
 
 #include "kernels/avx2_intdot-inl.h"
 #include "kernels/kernel_table.h"
+#include "kernels/kquant_scales-inl.h"
 #include "kernels/quant_more.h"
 
 namespace smartgen::kernels::internal::avx2 {
@@ -152,25 +153,6 @@ K23Act PrepareK23(const ActQ8& x, std::int64_t nsb) {
         reinterpret_cast<__m256i*>(offsets.data() + 8 * a),
         _mm256_sub_epi32(_mm256_setzero_si256(), Dot32(_mm256_set1_epi8(4), Load32(x.q + 32 * a))));
   return K23Act{floats.data(), floats.data() + n16, offsets.data()};
-}
-
-// The 16 six-bit Q3_K scales minus 32 as bytes (quant_more.h's Q3KScale for every k at once) from
-// the block's 12 scale bytes s: the low 4 bits of k are s[k % 8]'s low (k < 8) or high nibble,
-// the high 2 bits are bits 2 (k / 4) of s[8 + k % 4].
-__m128i Q3Scales(const std::byte* p) {
-  std::int32_t top4;
-  std::memcpy(&top4, p + 8, 4);
-  const __m128i s = _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), top4, 2);
-  const __m128i low4 = _mm_set1_epi8(0x0F);
-  const __m128i nib =
-      _mm_shuffle_epi8(s, _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7));
-  const __m128i low =
-      _mm_blend_epi16(_mm_and_si128(nib, low4), _mm_and_si128(_mm_srli_epi16(nib, 4), low4), 0xF0);
-  const __m128i top =
-      _mm_shuffle_epi8(s, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
-  const __m128i high =
-      _mm_and_si128(_mm_srlv_epi32(top, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
-  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
 }
 
 // One Q2_K (kQ3 false: scales[16], qs[64], f16 d, f16 dmin) or Q3_K row (hmask[32], qs[64],

@@ -15,7 +15,7 @@
 #include <cstring>
 
 #include "kernels/kernel_table.h"
-#include "kernels/q4k_scales-inl.h"
+#include "kernels/kquant_scales-inl.h"
 #include "kernels/q5_0_groups.h"
 #include "kernels/q8_0_groups.h"
 #include "kernels/quant_more.h"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "kernels/kernel_table.h"
-#include "kernels/q4k_scales-inl.h"
+#include "kernels/kquant_scales-inl.h"
 #include "kernels/row_streams.h"
 
 namespace smartgen::kernels::internal::avx512vnni {

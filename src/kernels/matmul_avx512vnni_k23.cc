@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/kernel_table.h"
+#include "kernels/kquant_scales-inl.h"
 #include "kernels/row_streams.h"
 
 namespace smartgen::kernels::internal::avx512vnni {
@@ -82,23 +83,6 @@ __m512i PickPlane(int j) {
   return _mm512_set_epi32(9 + 2 * j, 9 + 2 * j, 9 + 2 * j, 9 + 2 * j, 8 + 2 * j, 8 + 2 * j,
                           8 + 2 * j, 8 + 2 * j, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j,
                           2 * j, 2 * j, 2 * j);
-}
-
-// The 16 six-bit Q3_K scales minus 32 as bytes (quant_more.h's Q3KScale for every k at once)
-// from the block's 12 scale bytes s: the low 4 bits of k are s[k % 8]'s low (k < 8) or high
-// nibble, the high 2 bits are bits 2 (k / 4) of s[8 + k % 4].
-__m128i Q3Scales(const std::byte* p) {
-  const __m128i s = _mm_maskz_loadu_epi8(0x0FFF, p);  // not past the block's 110 bytes
-  const __m128i low4 = _mm_set1_epi8(0x0F);
-  const __m128i nib =
-      _mm_shuffle_epi8(s, _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7));
-  const __m128i low =
-      _mm_blend_epi16(_mm_and_si128(nib, low4), _mm_and_si128(_mm_srli_epi16(nib, 4), low4), 0xF0);
-  const __m128i top =
-      _mm_shuffle_epi8(s, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
-  const __m128i high =
-      _mm_and_si128(_mm_srlv_epi32(top, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
-  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
 }
 
 template <bool kQ3>
