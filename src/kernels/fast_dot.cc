@@ -133,6 +133,26 @@ MatMulActFn FastDotBatchKernel(const KernelTable& table, gguf::GgmlType type) {
         return avx512vnni::MatMulIq4Xs;
       default: break;
     }
+    return nullptr;
+  }
+  // AVX2, and AVX-512 without VNNI: 8-token panels for the types whose values fit vpmaddubsw's
+  // unsigned operand below 64 (those of the Q4_0 and the Q4_K_M / Q5_K_M files); the others run
+  // token by token.
+  if (table.isa == Isa::kAvx2 || table.isa == Isa::kAvx512) {
+    switch (type) {
+      case gguf::GgmlType::kQ4_0:
+        return avx2::MatMulQ4_0;
+      case gguf::GgmlType::kQ5_0:
+        return avx2::MatMulQ5_0;
+      case gguf::GgmlType::kQ4_K:
+        return avx2::MatMulQ4_K;
+      case gguf::GgmlType::kQ5_K:
+        return avx2::MatMulQ5_K;
+      case gguf::GgmlType::kQ6_K:
+        return avx2::MatMulQ6_K;
+      default:
+        break;
+    }
   }
 #endif
   (void)table;

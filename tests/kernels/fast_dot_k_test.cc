@@ -140,6 +140,38 @@ TEST_P(FastDotK, BatchedTokensEqualSingleTokens) {
   }
 }
 
+// Weights at their types' largest stored values against activations all at +127: the batched
+// kernels' integer sums at their extremes (the AVX2 panels add vpmaddubsw's 16-bit pair sums for
+// several groups before widening) still equal the scalar twin.
+class FastDotExtremes : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(FastDotExtremes, BatchedTokensEqualTheTwin) {
+  const GgmlType type = GetParam();
+  core::ThreadPool pool(2);
+  const auto* scalar = internal::GetKernelTable(internal::Isa::kScalar);
+  KFastDotOn on;
+  constexpr std::int64_t kRows = 9, kCols = 1024, kTokens = 16;
+  const std::size_t rb = gguf::RowBytes(type, kCols);
+  std::vector<std::byte> w(rb * kRows);
+  for (std::int64_t r = 0; r < kRows; ++r) {
+    // Every value 1 but one -1.05 per 16: the scale (or the min) puts the ones at the top of the
+    // stored range, for the types with an offset (Q4_0, Q5_0, Q6_K: the largest magnitude maps to
+    // the bottom) and with mins alike.
+    std::vector<float> row(kCols, 1.0f);
+    for (std::int64_t k = r % 16; k < kCols; k += 16) row[k] = -1.05f;
+    ASSERT_TRUE(QuantizeRow(type, row.data(), w.data() + r * rb, kCols));
+  }
+  const std::vector<float> x(static_cast<std::size_t>(kTokens * kCols), 0.5f);
+  const WeightView v{type, w.data(), kRows, kCols};
+  std::vector<float> batched(static_cast<std::size_t>(kTokens * kRows)), twin(kRows);
+  MatMul(v, x.data(), kTokens, batched.data(), &pool);
+  ASSERT_TRUE(
+      internal::MatVecWith(*scalar, type, w.data(), kRows, kCols, x.data(), twin.data(), nullptr));
+  for (std::int64_t t = 0; t < kTokens; ++t) {
+    EXPECT_LT(testing::MaxRelError(batched.data() + t * kRows, twin.data(), kRows), 5e-5) << t;
+  }
+}
+
 // The AVX2 integer dots (CPUs without AVX-512 VNNI) equal the scalar twins, every type.
 class FastDotAvx2 : public ::testing::TestWithParam<GgmlType> {};
 
@@ -172,6 +204,13 @@ INSTANTIATE_TEST_SUITE_P(Types, FastDotAvx2,
                                            GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ5_K,
                                            GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kQ4_1,
                                            GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K),
+                         [](const auto& info) {
+                           return std::string(gguf::GetTypeInfo(info.param).name);
+                         });
+
+INSTANTIATE_TEST_SUITE_P(Types, FastDotExtremes,
+                         ::testing::Values(GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,
+                                           GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K),
                          [](const auto& info) {
                            return std::string(gguf::GetTypeInfo(info.param).name);
                          });
