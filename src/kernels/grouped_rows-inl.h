@@ -74,6 +74,12 @@ void VecAct(const void* w, std::size_t rb, std::int64_t cols, const ActQ8& x, fl
   F(FileLayoutRows<U>(w, rb, cols, r0, r1), rb, cols, x, y + r0, 0, r1 - r0);
 }
 
+template <UngroupFn U, MatMulActFn F>
+void MulAct(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+            std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  F(FileLayoutRows<U>(w, rb, cols, r0, r1), rb, cols, x, y + r0, ldy, 0, r1 - r0);
+}
+
 // The regrouped-layout kernel paired with file-layout kernel f; aborts on a kernel with no pair
 // (a programming error: every kernel a table can choose for the type is listed).
 template <typename Fn, std::size_t N>

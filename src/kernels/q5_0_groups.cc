@@ -92,6 +92,7 @@ MatMulActFn GroupedQ5_0(MatMulActFn f) {
 #if defined(SMARTGEN_KERNELS_X86)
   static const std::pair<MatMulActFn, MatMulActFn> kPairs[] = {
       {avx512vnni::MatMulQ5_0, avx512vnni::MatMulQ5_0Groups},
+      {avx2::MatMulQ5_0, grouped::MulAct<UngroupQ5_0Rows, avx2::MatMulQ5_0>},
   };
 #else
   static const std::pair<MatMulActFn, MatMulActFn> kPairs[] = {{nullptr, nullptr}};
