@@ -1,17 +1,16 @@
 // Decode batches of Q4_0, Q5_0, Q4_K, Q5_K and Q6_K weights with AVX2 integer dots, behind
 // kernels::SetFastDot (matmul.h), for CPUs without AVX-512 VNNI: the panel scheme of the VNNI
-// batched kernels (matmul_avx512vnni_batch.cc) at 8 tokens per 256-bit register. A row's
-// unit (a super-block, or 8 blocks of 32) is unpacked once into bytes (values 0..15, 0..31,
-// 0..63) and scales, then each 4
-// values, broadcast, meet 8 tokens' 4 activations of the panel (ActPanel, kernel_table.h) in one
-// vpmaddubsw; the s16 pair sums add up in 16 bits for as many groups as cannot overflow
-// (kSum16Groups: |pair| <= 2 * max value * 127), then one vpmaddwd by ones widens them, so a
-// token costs about two instructions per 4 weights instead of the single-token kernels' six per
-// 32-value block plus unpacking. Q4_0 / Q5_0 / Q6_K's values carry +8 / +16 / +32, taken off as
-// -8 (-16) sum(q) per block (nsum) or -32 sum(q) per half-block (nsum16); Q4_K / Q5_K's mins as
-// m d_x sum(q) per block (xsum). Equal to the single-token
-// kernels and the scalar twins up to the order of the f32 sums. Compiled with -mavx2 -mfma
-// -mf16c; chosen for the AVX2 table (FastDotBatchKernel).
+// batched kernels (matmul_avx512vnni_batch.cc) at 8 tokens per 256-bit register. A row's unit (a
+// super-block, or 8 blocks of 32) is unpacked once into bytes (values 0..15, 0..31, 0..63) and
+// scales; then each 4 values, broadcast, meet 8 tokens' 4 activations of the panel (ActPanel,
+// kernel_table.h) in one vpmaddubsw. The s16 pair sums add up in 16 bits for as many groups as
+// cannot overflow (kSum16Groups: |pair| <= 2 * max value * 127), then one vpmaddwd by ones widens
+// them: a token costs about two instructions per 4 weights instead of the single-token kernels'
+// six per 32-value block plus unpacking. Q4_0 / Q5_0 / Q6_K's values carry +8 / +16 / +32, taken
+// off as -8 (-16) sum(q) per block (nsum) or -32 sum(q) per half-block (nsum16); Q4_K / Q5_K's
+// mins as m d_x sum(q) per block (xsum). Equal to the single-token kernels and the scalar twins
+// up to the order of the f32 sums. Compiled with -mavx2 -mfma -mf16c; chosen for the AVX2 table
+// (FastDotBatchKernel).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -24,8 +23,8 @@
 namespace smartgen::kernels::internal::avx2 {
 namespace {
 
-// A row's super-block: 256 values in element order, per-block (Q6_K: per half-block) scales
-// d sc and mins dmin m.
+// A row's unit: up to 256 values in element order, per-block (Q6_K: per half-block) scales d sc
+// and mins dmin m.
 struct Unpacked {
   alignas(32) std::uint8_t v[256];
   float s[16];
