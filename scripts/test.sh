@@ -6,21 +6,28 @@
 # node, transfer and server tests in a build with ThreadSanitizer. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's start, with the seconds since this script's, so a slow CI run shows where the
+# time went (CI's budget for the whole run is 30 minutes on 2 cores).
+START=$(date +%s)
+phase() { echo "== $1 (at $(($(date +%s) - START)) s) =="; }
+phase "setup"
 scripts/setup.sh
+phase "build"
 scripts/build.sh build
 JOBS="${SMARTGEN_TEST_JOBS:-2}"
+phase "ctest"
 (cd build && ctest --output-on-failure --no-tests=error -j "$JOBS" --timeout 600)
 
 # The fuzz targets, bounded: clang-14 build of just those targets in build-fuzz, the harness
-# check, then each target SMARTGEN_FUZZ_SECONDS s (scripts/fuzz.sh); any crash or sanitizer
-# report fails the run.
+# check, then each target SMARTGEN_FUZZ_SECONDS s (scripts/fuzz.sh), two at a time (one core
+# each, as one at a time gives them); any crash or sanitizer report fails the run.
 if [ "${SMARTGEN_SKIP_FUZZ:-0}" != "1" ]; then
-  echo "== fuzz (bounded) =="
-  scripts/fuzz.sh "${SMARTGEN_FUZZ_SECONDS:-20}"
+  phase "fuzz (bounded)"
+  SMARTGEN_FUZZ_PARALLEL="${SMARTGEN_FUZZ_PARALLEL:-2}" scripts/fuzz.sh "${SMARTGEN_FUZZ_SECONDS:-20}"
 fi
 
 if [ "${SMARTGEN_SKIP_ASAN:-0}" != "1" ]; then
-  echo "== sanitizer pass (ASan + LSan + UBSan) =="
+  phase "sanitizer pass (ASan + LSan + UBSan)"
   # Only the binaries that run here are built (-O1: fast enough to build and to run).
   ASAN_BINARIES=(
     tests/core/core_test tests/gguf/gguf_test tests/kv/kv_test tests/tokenizer/tokenizer_test
@@ -41,7 +48,7 @@ if [ "${SMARTGEN_SKIP_ASAN:-0}" != "1" ]; then
   done
 fi
 if [ "${SMARTGEN_SKIP_TSAN:-0}" != "1" ]; then
-  echo "== sanitizer pass (ThreadSanitizer) =="
+  phase "sanitizer pass (ThreadSanitizer)"
   # The threaded layers: node (requests, engine, router), transfer, the node-side callbacks, the
   # pool and its team stages, and the forward pass's team step. BINARY[:gtest filter].
   TSAN_BINARIES=(tests/node/node_unit_test tests/node/node_test tests/transfer/transfer_unit_test
@@ -65,4 +72,4 @@ if [ "${SMARTGEN_SKIP_TSAN:-0}" != "1" ]; then
     SMARTGEN_LOG=warn timeout 900 "build-tsan/$b" --gtest_brief=1 --gtest_filter="$filter"
   done
 fi
-echo "== all tests passed =="
+phase "all tests passed"

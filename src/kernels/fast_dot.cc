@@ -136,8 +136,8 @@ MatMulActFn FastDotBatchKernel(const KernelTable& table, gguf::GgmlType type) {
     return nullptr;
   }
   // AVX2, and AVX-512 without VNNI: 8-token panels for the types whose values fit vpmaddubsw's
-  // unsigned operand below 64 (those of the Q4_0 and the Q4_K_M / Q5_K_M files); the others run
-  // token by token.
+  // unsigned operand below 64 (all but Q8_0, IQ4_NL and IQ4_XS, whose signed values would need
+  // a sign operation per token and group); the others run token by token.
   if (table.isa == Isa::kAvx2 || table.isa == Isa::kAvx512) {
     switch (type) {
       case gguf::GgmlType::kQ4_0:
@@ -150,6 +150,14 @@ MatMulActFn FastDotBatchKernel(const KernelTable& table, gguf::GgmlType type) {
         return avx2::MatMulQ5_K;
       case gguf::GgmlType::kQ6_K:
         return avx2::MatMulQ6_K;
+      case gguf::GgmlType::kQ4_1:
+        return avx2::MatMulQ4_1;
+      case gguf::GgmlType::kQ5_1:
+        return avx2::MatMulQ5_1;
+      case gguf::GgmlType::kQ2_K:
+        return avx2::MatMulQ2_K;
+      case gguf::GgmlType::kQ3_K:
+        return avx2::MatMulQ3_K;
       default:
         break;
     }

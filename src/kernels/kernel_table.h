@@ -192,8 +192,8 @@ using MatMulActFn = MatMulActSig*;
 // IQ4_XS weights x Q8_0-quantized activations, and BF16 weights x bf16-rounded activations - the
 // scalar twins (fast_dot*.cc), the AVX-512 VNNI / AVX512-BF16 kernels (matmul_avx512vnni*.cc,
 // matmul_avx512bf16.cc, run only when the CPU has those extensions) and, without VNNI, the AVX2
-// integer dots of every quantized type (matmul_avx2_intdot*.cc; batched: Q4_0, Q5_0, Q4_K, Q5_K,
-// Q6_K).
+// integer dots of every quantized type (matmul_avx2_intdot*.cc; batched: Q4_0, Q5_0, Q4_1, Q5_1,
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
 namespace scalar {
 MatVecSig MatVecBF16Bf16;
 MatMulSig MatMulBF16Bf16;  // token by token MatVecBF16Bf16 from 32 tokens, as avx512bf16's
@@ -217,6 +217,7 @@ namespace avx2 {  // matmul_avx2_intdot*.cc: the same integer dots with AVX2 (vp
 PrepareActSig PrepareActQ8;  // bit for bit scalar::PrepareActQ8
 // matmul_avx2_batch.cc: 8-token panels
 MatMulActSig MatMulQ4_0, MatMulQ5_0, MatMulQ4_K, MatMulQ5_K, MatMulQ6_K;
+MatMulActSig MatMulQ4_1, MatMulQ5_1, MatMulQ2_K, MatMulQ3_K;
 MatVecActSig MatVecQ8_0Act, MatVecQ4_0Act, MatVecQ5_0Act, MatVecQ4_KAct, MatVecQ5_KAct,
     MatVecQ6_KAct;
 MatVecActSig MatVecQ4_1Act, MatVecQ5_1Act, MatVecIq4NlAct, MatVecIq4XsAct, MatVecQ2_KAct,

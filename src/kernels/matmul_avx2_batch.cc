@@ -1,4 +1,5 @@
-// Decode batches of Q4_0, Q5_0, Q4_K, Q5_K and Q6_K weights with AVX2 integer dots, behind
+// Decode batches of Q4_0, Q5_0, Q4_K, Q5_K and Q6_K weights (Q4_1, Q5_1, Q2_K, Q3_K:
+// avx2_batch_kinds_more-inl.h) with AVX2 integer dots, behind
 // kernels::SetFastDot (matmul.h), for CPUs without AVX-512 VNNI: the panel scheme of the VNNI
 // batched kernels (matmul_avx512vnni_batch.cc) at 8 tokens per 256-bit register. A row's unit (a
 // super-block, or 8 blocks of 32) is unpacked once into bytes (values 0..15, 0..31, 0..63) and
@@ -28,7 +29,7 @@ namespace {
 struct Unpacked {
   alignas(32) std::uint8_t v[256];
   float s[16];
-  float m[8];
+  float m[16];  // per block; Q2_K per half-block
 };
 
 void UnpackQ4KScales(const std::byte* blk, Unpacked* u) {
@@ -117,6 +118,10 @@ struct KindQ6K {
   }
 };
 
+#define SMARTGEN_AVX2_BATCH_KINDS
+#include "kernels/avx2_batch_kinds_more-inl.h"  // inside this namespace
+#undef SMARTGEN_AVX2_BATCH_KINDS
+
 __m256i Broadcast4(const std::uint8_t* p) {
   std::int32_t v;
   std::memcpy(&v, p, 4);
@@ -156,8 +161,9 @@ __m256i Offset(const std::int32_t* nsum) {
 template <class Kind, int R>
 void RowsBatch(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const ActPanel& x,
                int th, __m256* out) {
-  __m256 acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  // Per half-block mins (Q2_K) apart, as the scalar twin sums them: they nearly cancel the dots.
+  __m256 acc[R], mins[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps(), mins[i] = _mm256_setzero_ps();
   Unpacked u[R];
   for (std::int64_t b0 = 0; b0 < nb; b0 += 8) {
     const int nbu = static_cast<int>(nb - b0 < 8 ? nb - b0 : 8);  // a super-block: always 8
@@ -182,6 +188,13 @@ void RowsBatch(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const
             acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i]),
                                      _mm256_mul_ps(_mm256_set1_ps(u[i].s[2 * j + h]), dx), acc[i]);
           }
+          if constexpr (Kind::kMins) {
+            // nsum16 = -sum(q) of the half-block: adding m d_x nsum16 subtracts m d_x sum(q).
+            const __m256 xs =
+                _mm256_mul_ps(dx, _mm256_cvtepi32_ps(Load32(x.nsum16 + (2 * b + h) * 16 + 8 * th)));
+            for (int i = 0; i < R; ++i)
+              mins[i] = _mm256_fmadd_ps(_mm256_set1_ps(u[i].m[2 * j + h]), xs, mins[i]);
+          }
         }
       } else {
         Dots<Kind, R, 8>(u, 32 * j, panel, Offset<Kind::kShift>(x.nsum + b * 16 + 8 * th), dot);
@@ -197,7 +210,7 @@ void RowsBatch(const std::byte* w, std::size_t row_bytes, std::int64_t nb, const
       }
     }
   }
-  for (int i = 0; i < R; ++i) out[i] = acc[i];
+  for (int i = 0; i < R; ++i) out[i] = _mm256_add_ps(acc[i], mins[i]);
 }
 
 template <class Kind>
@@ -247,6 +260,22 @@ void MatMulQ5_K(const void* w, std::size_t rb, std::int64_t cols, const ActPanel
 void MatMulQ6_K(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
                 std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
   Batch<KindQ6K>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulQ4_1(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindMin<false>>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulQ5_1(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindMin<true>>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulQ2_K(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindQ2_K>(w, rb, cols, x, y, ldy, r0, r1);
+}
+void MatMulQ3_K(const void* w, std::size_t rb, std::int64_t cols, const ActPanel& x, float* y,
+                std::int64_t ldy, std::int64_t r0, std::int64_t r1) {
+  Batch<KindQ3_K>(w, rb, cols, x, y, ldy, r0, r1);
 }
 
 }  // namespace smartgen::kernels::internal::avx2

@@ -210,7 +210,9 @@ INSTANTIATE_TEST_SUITE_P(Types, FastDotAvx2,
 
 INSTANTIATE_TEST_SUITE_P(Types, FastDotExtremes,
                          ::testing::Values(GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,
-                                           GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K),
+                                           GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
+                                           GgmlType::kQ4_1, GgmlType::kQ5_1, GgmlType::kQ2_K,
+                                           GgmlType::kQ3_K),
                          [](const auto& info) {
                            return std::string(gguf::GetTypeInfo(info.param).name);
                          });
