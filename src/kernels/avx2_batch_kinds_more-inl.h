@@ -1,10 +1,10 @@
 // The AVX2 batched kernels' kinds for Q4_1, Q5_1, Q2_K and Q3_K (matmul_avx2_batch.cc includes
-// this file inside its anonymous namespace, after Unpacked and its helpers), the VNNI panels'
-// kinds (vnni_batch_kinds_more-inl.h) with AVX2 unpacking. Q4_1 / Q5_1: q as stored (0..15,
-// 0..31), no offset, the min m entering as -m (the loop subtracts u.m times the token's d_x
-// sum(q)); Q3_K: q + 4 hbit (0..7) with an offset of 4 per half-block (Q6_K's shape); Q2_K: q as
-// stored (0..3), scales and mins per half-block of 16, the mins against each token's half-block
-// sums. kSum16Groups as in matmul_avx2_batch.cc: 2 * max value * 127 * groups < 32768.
+// this file inside its anonymous namespace, after Unpacked, NibbleValues and the other helpers),
+// the VNNI panels' kinds (vnni_batch_kinds_more-inl.h) with AVX2 unpacking. Q4_1 / Q5_1: q as
+// stored (0..15, 0..31), no offset, the min m entering as -m (the loop subtracts u.m times the
+// token's d_x sum(q)); Q3_K: q + 4 hbit (0..7) with an offset of 4 per half-block (Q6_K's shape);
+// Q2_K: q as stored (0..3), scales and mins per half-block of 16, the mins against each token's
+// half-block sums. kSum16Groups as in matmul_avx2_batch.cc: 2 * max value * 127 * groups < 32768.
 #ifndef SMARTGEN_AVX2_BATCH_KINDS
 #error "include only from kernels/matmul_avx2_batch.cc"
 #endif
@@ -18,13 +18,8 @@ struct KindMin {
   static void Unpack(const std::byte* unit, int nbu, Unpacked* u) {
     for (int j = 0; j < nbu; ++j) {
       const std::byte* blk = unit + j * kBlockBytes;  // d, m, [qh[4]], qs[16]
-      __m256i v = Nibbles(blk + (kFive ? 8 : 4));
-      if constexpr (kFive) {
-        std::uint32_t qh;
-        std::memcpy(&qh, blk + 4, 4);
-        v = _mm256_or_si256(v, HighBits16(qh));
-      }
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j), v);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j),
+                         NibbleValues<kFive>(blk, kFive ? 8 : 4, 4));
       u->s[j] = HalfAt(blk);
       u->m[j] = -HalfAt(blk + 2);
     }

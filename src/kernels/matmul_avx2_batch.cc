@@ -44,6 +44,19 @@ void UnpackQ4KScales(const std::byte* blk, Unpacked* u) {
 // Per kind: kSuper (a unit is one 256-value super-block of kBlockBytes; else up to 8 blocks of
 // kBlockBytes), the offset shift (values carry +(1 << kShift), taken off as -(1 << kShift) sum(q)
 // per block; -1: none), half-block scales (Q6_K), mins (Q4_K, Q5_K), and Unpack(unit, blocks, out).
+// A Q4_0 / Q4_1 block's 32 nibbles in element order at 0..15, or with kFive (Q5_0 / Q5_1) the
+// fifth bits of the 4 bytes at qh_at added as 16 (0..31).
+template <bool kFive>
+__m256i NibbleValues(const std::byte* blk, int qs_at, int qh_at) {
+  __m256i v = Nibbles(blk + qs_at);
+  if constexpr (kFive) {
+    std::uint32_t qh;
+    std::memcpy(&qh, blk + qh_at, 4);
+    v = _mm256_or_si256(v, HighBits16(qh));
+  }
+  return v;
+}
+
 template <bool kFive>
 struct KindQ4_0Q5_0 {
   static constexpr bool kSuper = false;
@@ -52,14 +65,9 @@ struct KindQ4_0Q5_0 {
   static constexpr int kSum16Groups = kFive ? 4 : 8;
   static void Unpack(const std::byte* unit, int nbu, Unpacked* u) {
     for (int j = 0; j < nbu; ++j) {
-      const std::byte* blk = unit + j * kBlockBytes;
-      __m256i v = Nibbles(blk + (kFive ? 6 : 2));
-      if constexpr (kFive) {
-        std::uint32_t qh;
-        std::memcpy(&qh, blk + 2, 4);
-        v = _mm256_or_si256(v, HighBits16(qh));
-      }
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j), v);
+      const std::byte* blk = unit + j * kBlockBytes;  // d, [qh[4]], qs[16]
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u->v + 32 * j),
+                         NibbleValues<kFive>(blk, kFive ? 6 : 2, 2));
       u->s[j] = HalfAt(blk);
     }
   }
