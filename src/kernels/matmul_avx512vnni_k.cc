@@ -53,9 +53,11 @@ const HalfActQ4K* PrepareHalvesQ4K(const ActQ8& x, std::int64_t nsb) {
     const __m512i a = _mm512_loadu_si512(x.q + 128 * h), b = _mm512_loadu_si512(x.q + 128 * h + 64);
     storage[h].lo = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0));
     storage[h].hi = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2));
-    storage[h].scale = _mm512_insertf32x8(
-        _mm512_castps256_ps512(_mm256_loadu_ps(x.d + 4 * h)),
-        _mm256_mul_ps(_mm256_loadu_ps(x.sum8 + 4 * h), _mm256_set1_ps(0.125f)), 1);
+    if (h % 2 == 0) {  // super-block h / 2's 8 blocks (an odd h would read past x.d's end)
+      storage[h].scale = _mm512_insertf32x8(
+          _mm512_castps256_ps512(_mm256_loadu_ps(x.d + 4 * h)),
+          _mm256_mul_ps(_mm256_loadu_ps(x.sum8 + 4 * h), _mm256_set1_ps(0.125f)), 1);
+    }
   }
   return storage.data();
 }
@@ -141,8 +143,10 @@ const Offsets64* PrepareOffsetsQ6K(const ActQ8& x, std::int64_t nsb) {
     const __m512i sum =
         _mm512_dpbusd_epi32(_mm512_setzero_si512(), thirty_two, _mm512_loadu_si512(x.q + 64 * v));
     storage[v].lanes = _mm512_sub_epi32(_mm512_setzero_si512(), sum);
-    storage[v].dx =
-        _mm512_permutexvar_ps(halves, _mm512_castps256_ps512(_mm256_loadu_ps(x.d + 2 * v)));
+    if (v % 4 == 0) {  // super-block v / 4's 8 blocks (another v would read past x.d's end)
+      storage[v].dx =
+          _mm512_permutexvar_ps(halves, _mm512_castps256_ps512(_mm256_loadu_ps(x.d + 2 * v)));
+    }
   }
   return storage.data();
 }
