@@ -7,8 +7,8 @@
 // Scores are scale * q.k (then softcap * tanh(score / softcap) when softcap > 0, Gemma 2's
 // attention soft-capping); masking is causal by position: key position p is attended by a
 // query at position qp only if p <= qp, and, with a sliding window (window > 0), only if
-// qp - p < window (Gemma's local layers: llama.cpp's LLAMA_SWA_TYPE_STANDARD). All math in f32 with an online (streaming) softmax; keys are
-// converted from the block dtype on load.
+// qp - p < window (Gemma's local layers: llama.cpp's LLAMA_SWA_TYPE_STANDARD). All math in
+// f32; keys and values are converted from the block dtype on load.
 #pragma once
 
 #include <cstdint>

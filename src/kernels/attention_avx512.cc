@@ -7,3 +7,5 @@
 
 #define SMARTGEN_SIMD_NS avx512
 #include "kernels/attention_simd-inl.h"
+// After the shared helpers it uses:
+#include "kernels/attention_decode_simd-inl.h"

@@ -71,7 +71,7 @@ const KernelTable& ActiveKernels() {
 }
 
 float* ThreadScratch(int slot, std::size_t n_floats) {
-  constexpr int kSlots = 7;
+  constexpr int kSlots = 8;
   struct Free {
     void operator()(float* p) const { std::free(p); }
   };

@@ -126,7 +126,8 @@ SMARTGEN_KERNELS_DECLARE_ISA(avx512)
 // Slots: 0 a scalar kernel's dequantized row, 1 GEMM packed panels, 2-3 matmul.cc's chunk
 // products before their epilogue (accumulate, SwiGLU), 4 the fast-dot kernels' rounded
 // activations, 5 the activations prepared for a pass (matmul.cc, on the calling thread), 6 grouped
-// Q5_0 / Q8_0 rows copied back to the file's layout (grouped_rows-inl.h).
+// Q5_0 / Q8_0 rows copied back to the file's layout (grouped_rows-inl.h), 7 the decode
+// attention's scores and tiles (attention_decode_simd-inl.h).
 float* ThreadScratch(int slot, std::size_t n_floats);
 
 // Activations for integer dot products, quantized like ggml's quantize_row_q8_0: per 32 values
