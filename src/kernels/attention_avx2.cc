@@ -7,5 +7,6 @@
 
 #define SMARTGEN_SIMD_NS avx2
 #include "kernels/attention_simd-inl.h"
-// After the shared helpers it uses:
+// After the shared helpers they use:
+#include "kernels/attention_decode_online_simd-inl.h"
 #include "kernels/attention_decode_simd-inl.h"

@@ -20,12 +20,12 @@
 namespace smartgen::kernels::internal::SMARTGEN_SIMD_NS {
 namespace {
 
-// Output registers the value pass may hold (G heads x NV vectors).
-constexpr int kPvRegs = L == 16 ? 16 : 8;
 // Each pass prefetches the half block it will read kPrefetchKeys keys ahead (into L2): a
 // block's K or V rows are one short run (2-4 KiB), too short for the hardware prefetcher to
 // ramp up on.
 constexpr std::int64_t kPrefetchKeys = 128;
+// Head dims from which AttendBlocks takes the one-pass kernel (attention_decode_online_simd-inl.h).
+constexpr int kOnlineHeadDim = 128;
 // Tiles whose values the value pass accumulates in registers before storing them.
 constexpr int kRunTiles = 8;
 
@@ -108,16 +108,6 @@ void ScorePass(int nq, std::size_t n_tiles, const V* mx, float* sc, float* m, fl
       S::Store(sh, e);
     }
     l[h] = S::ReduceAdd(sum);
-  }
-}
-
-// Value row j, vector v, of a tile whose rows start at vt.
-template <bool kF16>
-V LoadValue(const void* vt, int hd, std::int64_t j, int v) {
-  if constexpr (kF16) {
-    return S::LoadF16(static_cast<const std::uint16_t*>(vt) + j * hd + v * L);
-  } else {
-    return S::Load(static_cast<const float*>(vt) + j * hd + v * L);
   }
 }
 
@@ -256,6 +246,14 @@ void AttendBlocksT(const AttentionParams& p, const float* q, std::int64_t q_pos,
 void AttendBlocks(const AttentionParams& p, const float* q, std::int64_t q_pos,
                   const KvBlockRef* blocks, std::size_t n_blocks, float* out, float* lse) {
   if (!Supported(p)) return scalar::AttendBlocks(p, q, q_pos, blocks, n_blocks, out, lse);
+  if (p.head_dim >= kOnlineHeadDim) {
+    switch (p.head_dim / L) {
+      case 8:
+        return AttendBlocksOnline<8>(p, q, q_pos, blocks, n_blocks, out, lse);
+      default:
+        return AttendBlocksOnline<0>(p, q, q_pos, blocks, n_blocks, out, lse);
+    }
+  }
   switch (p.head_dim / L) {
     case 2:
       return AttendBlocksT<2>(p, q, q_pos, blocks, n_blocks, out, lse);

@@ -69,6 +69,19 @@ V SoftCap(V s, float softcap) {
   return S::Mul(t, S::Set1(softcap));
 }
 
+// Output registers a decode kernel's value step may hold (G heads x NV vectors).
+constexpr int kPvRegs = L == 16 ? 16 : 8;
+
+// Value row j, vector v, of a tile whose rows start at vt, f16 (converted as loaded) or f32.
+template <bool kF16>
+V LoadValue(const void* vt, int hd, std::int64_t j, int v) {
+  if constexpr (kF16) {
+    return S::LoadF16(static_cast<const std::uint16_t*>(vt) + j * hd + v * L);
+  } else {
+    return S::Load(static_cast<const float*>(vt) + j * hd + v * L);
+  }
+}
+
 }  // namespace
 
 void AttendCausal(const AttentionParams& p, const float* q, std::int64_t q_stride,

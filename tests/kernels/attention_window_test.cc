@@ -113,7 +113,9 @@ TEST(AttentionWindow, EveryIsaMatchesReferenceInDecodeAndPrefill) {
   };
   for (const Case& cs : {Case{64, 3, 16, 40, 0.0f, 30, 90}, Case{32, 2, 16, 64, 50.0f, 0, 150},
                          Case{48, 2, 7, 5, 0.0f, 11, 37}, Case{64, 1, 16, 1, 0.0f, 3, 20},
-                         Case{16, 4, 16, 200, 20.0f, 16, 40}}) {
+                         Case{16, 4, 16, 200, 20.0f, 16, 40},
+                         // 128 dims: the one-pass decode kernel (the others take three passes).
+                         Case{128, 2, 16, 24, 30.0f, 10, 40}}) {
     for (KvDType dtype : {KvDType::kF32, KvDType::kF16}) {
       WindowCache base = MakeWindowCache(rng, cs.hd, cs.n_ctx + cs.n_new, cs.block);
       // f16 caches: the same values rounded (the kernels convert on load).
