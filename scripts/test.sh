@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs missing Debian packages, builds, runs the whole test suite
 # (labels unit, model, net) under CTest, runs every fuzz target for a bounded time, then runs
-# the hermetic unit tests, the transfer engine's network tests, the node and the server tests
+# the hermetic unit tests (the kernels' among them: an out-of-bounds read in a SIMD kernel shows
+# nowhere else), the transfer engine's network tests, the node and the server tests
 # again in a build with AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer, and the
 # node, transfer and server tests in a build with ThreadSanitizer. Exits non-zero on any failure.
 set -euo pipefail
@@ -31,6 +32,7 @@ if [ "${SMARTGEN_SKIP_ASAN:-0}" != "1" ]; then
   # Only the binaries that run here are built (-O1: fast enough to build and to run).
   ASAN_BINARIES=(
     tests/core/core_test tests/gguf/gguf_test tests/kv/kv_test tests/tokenizer/tokenizer_test
+    tests/kernels/kernels_test
     tests/transfer/transfer_unit_test tests/transfer/transfer_net_test tests/node/node_unit_test
     tests/node/node_test
     tests/server/server_unit_test tests/server/server_hardening_test

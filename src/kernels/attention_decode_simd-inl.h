@@ -8,11 +8,14 @@
 //              per-thread buffer, and each head's maximum;
 //   2. scores: p = e^(s - max) in place, and each head's sum;
 //   3. values: out += p v, the accumulators in registers over runs of tiles.
-// A decode step at long context streams every block from memory once (memory-bound), and each
-// pass streams one half of each block (its K rows, then its V rows) with a short, simple loop
-// that keeps enough loads in flight. The earlier single-pass online softmax interleaved both
-// halves and a per-tile max / rescale chain, and streamed at a third to a half of a core's read
-// rate (measured in docs/RESULTS.md). The exact maximum also spares the online rescaling.
+// A decode step at long context streams every block from memory once (memory-bound). Each pass
+// here streams one half of each block (its K rows, then its V rows) with a short loop that keeps
+// loads in flight, where a single pass with an online softmax interleaves both halves with a
+// per-tile max / rescale chain and overlapped little of its work with the memory: at 64 dims it
+// streamed 8.2-8.5 GB/s on one core against 9.9 for these passes (docs/RESULTS.md, "Decode
+// attention in three passes"). From 128 dims (kOnlineHeadDim) a block's K and V halves are whole
+// pages, reading each block's in address order measured faster, and AttendBlocks takes the
+// one-pass kernel of attention_decode_online_simd-inl.h.
 #ifndef SMARTGEN_SIMD_NS
 #error "define SMARTGEN_SIMD_NS and include kernels/attention_simd-inl.h before this file"
 #endif
