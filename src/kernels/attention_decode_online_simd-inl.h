@@ -91,16 +91,11 @@ void AttendBlocksOnline(const AttentionParams& p, const float* q, std::int64_t q
   alignas(64) float pbuf[kMaxGroup * kKt];
   float m[kMaxGroup], l[kMaxGroup], alpha[kMaxGroup];
   V s[kMaxGroup];
-  const V scale = S::Set1(p.scale);
+  ScaleQueries(p, q, qs, out);
   for (int h = 0; h < nq; ++h) {
     m[h] = kNegInf;
     l[h] = 0.0f;
-    for (int c = 0; c < hd; c += L) {
-      S::Store(qs + h * hd + c, S::Mul(S::Load(q + h * hd + c), scale));
-      S::Store(out + h * hd + c, S::Zero());
-    }
   }
-  const V lane = S::Iota(0.0f);
   const std::size_t row_bytes = static_cast<std::size_t>(hd) * (p.dtype == KvDType::kF16 ? 2 : 4);
   for (std::size_t bi = 0; bi < n_blocks && bi < kOnlinePrefetchBlocks; ++bi) {
     PrefetchBlock(blocks[bi], row_bytes);
@@ -116,18 +111,7 @@ void AttendBlocksOnline(const AttentionParams& p, const float* q, std::int64_t q
       // A full f16 tile's values are converted as the PV step loads them (once per group).
       const bool v_direct = NV > 0 && p.dtype == KvDType::kF16 && nk == kKt;
       const float* vt = v_direct ? nullptr : TileRows(b.v, p.dtype, hd, t0, nk, vbuf);
-      // Scores of the tile's keys: kKt partial dot products per head, reduced together.
-      for (int h = 0; h < nq; ++h) {
-        V part[kKt];
-        for (int j = 0; j < kKt; ++j) part[j] = S::Zero();
-        for (int v = 0; v < nv; ++v) {
-          const V qv = S::Load(qs + h * hd + v * L);
-          for (int j = 0; j < kKt; ++j) part[j] = S::Fma(qv, S::Load(kt + j * hd + v * L), part[j]);
-        }
-        s[h] = S::ReduceLanes(part);
-        if (p.softcap > 0.0f) s[h] = SoftCap(s[h], p.softcap);
-        if (nk < kKt) s[h] = S::SelectLess(S::Set1(nk - 0.5f), lane, S::Set1(kNegInf), s[h]);
-      }
+      for (int h = 0; h < nq; ++h) s[h] = TileScores<NV>(p, qs + h * hd, kt, nk);
       // Online softmax: rescale by e^(m_old - m_new), accumulate e^(s - m_new).
       for (int h = 0; h < nq; ++h) {
         const float tile_max = S::ReduceMax(s[h]);
@@ -160,17 +144,7 @@ void AttendBlocksOnline(const AttentionParams& p, const float* q, std::int64_t q
       }
     }
   }
-  for (int h = 0; h < nq; ++h) {
-    if (l[h] == 0.0f) {
-      lse[h] = kNegInf;  // no visible key: out stays 0
-      continue;
-    }
-    const V inv = S::Set1(1.0f / l[h]);
-    for (int c = 0; c < hd; c += L) {
-      S::Store(out + h * hd + c, S::Mul(S::Load(out + h * hd + c), inv));
-    }
-    lse[h] = m[h] + __builtin_logf(l[h]);
-  }
+  NormalizeHeads(hd, nq, m, l, out, lse);
 }
 
 }  // namespace

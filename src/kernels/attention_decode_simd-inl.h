@@ -59,10 +59,9 @@ std::size_t CountTiles(const AttentionParams& p, std::int64_t q_pos, const KvBlo
 template <int NV>
 void KeyPass(const AttentionParams& p, const float* qs, std::int64_t q_pos,
              const KvBlockRef* blocks, std::size_t n_blocks, float* sc, DecodeTile* tiles, V* mx) {
-  const int hd = p.head_dim, nq = p.n_q, nv = NV > 0 ? NV : hd / L;
+  const int hd = p.head_dim, nq = p.n_q;
   const std::size_t row_bytes = static_cast<std::size_t>(hd) * KvDTypeSize(p.dtype);
   alignas(64) float kbuf[kKt * kMaxHeadDim];
-  const V lane = S::Iota(0.0f);
   std::size_t ahead = 0;  // the next block to prefetch
   std::int64_t ahead_keys = 0;
   std::size_t ti = 0;
@@ -80,15 +79,7 @@ void KeyPass(const AttentionParams& p, const float* qs, std::int64_t q_pos,
       const float* kt = TileRows(b.k, p.dtype, hd, t0, nk, kbuf);
       float* st = sc + ti * static_cast<std::size_t>(nq) * kKt;
       for (int h = 0; h < nq; ++h) {
-        V part[kKt];
-        for (int j = 0; j < kKt; ++j) part[j] = S::Zero();
-        for (int v = 0; v < nv; ++v) {
-          const V qv = S::Load(qs + h * hd + v * L);
-          for (int j = 0; j < kKt; ++j) part[j] = S::Fma(qv, S::Load(kt + j * hd + v * L), part[j]);
-        }
-        V s = S::ReduceLanes(part);
-        if (p.softcap > 0.0f) s = SoftCap(s, p.softcap);
-        if (nk < kKt) s = S::SelectLess(S::Set1(nk - 0.5f), lane, S::Set1(kNegInf), s);
+        const V s = TileScores<NV>(p, qs + h * hd, kt, nk);
         S::Store(st + h * kKt, s);
         mx[h] = S::Max(mx[h], s);
       }
@@ -210,17 +201,11 @@ void ValuePass(const AttentionParams& p, const DecodeTile* tiles, std::size_t n_
 template <int NV>
 void AttendBlocksT(const AttentionParams& p, const float* q, std::int64_t q_pos,
                    const KvBlockRef* blocks, std::size_t n_blocks, float* out, float* lse) {
-  const int hd = p.head_dim, nq = p.n_q;
+  const int nq = p.n_q;
   alignas(64) float qs[kMaxGroup * kMaxHeadDim];
-  const V scale = S::Set1(p.scale);
+  ScaleQueries(p, q, qs, out);
   V mx[kMaxGroup];
-  for (int h = 0; h < nq; ++h) {
-    mx[h] = S::Set1(kNegInf);
-    for (int c = 0; c < hd; c += L) {
-      S::Store(qs + h * hd + c, S::Mul(S::Load(q + h * hd + c), scale));
-      S::Store(out + h * hd + c, S::Zero());
-    }
-  }
+  for (int h = 0; h < nq; ++h) mx[h] = S::Set1(kNegInf);
   const std::size_t n_tiles = CountTiles(p, q_pos, blocks, n_blocks);
   // Scores [n_tiles][nq][kKt], then the tiles (16 bytes each, 4 floats' room).
   const std::size_t sc_floats = n_tiles * static_cast<std::size_t>(nq) * kKt;
@@ -231,17 +216,7 @@ void AttendBlocksT(const AttentionParams& p, const float* q, std::int64_t q_pos,
   float m[kMaxGroup], l[kMaxGroup];
   ScorePass(nq, n_tiles, mx, sc, m, l);
   ValuePass<NV>(p, tiles, n_tiles, sc, out);
-  for (int h = 0; h < nq; ++h) {
-    if (l[h] == 0.0f) {
-      lse[h] = kNegInf;  // no visible key: out stays 0
-      continue;
-    }
-    const V inv = S::Set1(1.0f / l[h]);
-    for (int c = 0; c < hd; c += L) {
-      S::Store(out + h * hd + c, S::Mul(S::Load(out + h * hd + c), inv));
-    }
-    lse[h] = m[h] + __builtin_logf(l[h]);
-  }
+  NormalizeHeads(p.head_dim, nq, m, l, out, lse);
 }
 
 }  // namespace

@@ -69,6 +69,54 @@ V SoftCap(V s, float softcap) {
   return S::Mul(t, S::Set1(softcap));
 }
 
+// The decode kernels' shared steps (attention_decode_simd-inl.h,
+// attention_decode_online_simd-inl.h).
+
+// qs = the group's queries times p.scale, and out zeroed, for nq heads.
+void ScaleQueries(const AttentionParams& p, const float* q, float* qs, float* out) {
+  const V scale = S::Set1(p.scale);
+  for (int h = 0; h < p.n_q; ++h) {
+    for (int c = 0; c < p.head_dim; c += L) {
+      S::Store(qs + h * p.head_dim + c, S::Mul(S::Load(q + h * p.head_dim + c), scale));
+      S::Store(out + h * p.head_dim + c, S::Zero());
+    }
+  }
+}
+
+// One head's scores of a tile: the scaled query qh against the tile's f32 rows kt, kKt partial
+// dot products reduced together, soft-capped, keys past nk at -inf. NV = head_dim / kLanes when
+// known at compile time (0: at run time).
+template <int NV>
+V TileScores(const AttentionParams& p, const float* qh, const float* kt, int nk) {
+  const int hd = p.head_dim, nv = NV > 0 ? NV : hd / L;
+  V part[kKt];
+  for (int j = 0; j < kKt; ++j) part[j] = S::Zero();
+  for (int v = 0; v < nv; ++v) {
+    const V qv = S::Load(qh + v * L);
+    for (int j = 0; j < kKt; ++j) part[j] = S::Fma(qv, S::Load(kt + j * hd + v * L), part[j]);
+  }
+  V s = S::ReduceLanes(part);
+  if (p.softcap > 0.0f) s = SoftCap(s, p.softcap);
+  if (nk < kKt) s = S::SelectLess(S::Set1(nk - 0.5f), S::Iota(0.0f), S::Set1(kNegInf), s);
+  return s;
+}
+
+// out[h] /= l[h] and lse[h] = m[h] + log l[h]; a head that saw no key (l = 0) keeps out = 0 and
+// gets lse = -inf.
+void NormalizeHeads(int hd, int nq, const float* m, const float* l, float* out, float* lse) {
+  for (int h = 0; h < nq; ++h) {
+    if (l[h] == 0.0f) {
+      lse[h] = kNegInf;
+      continue;
+    }
+    const V inv = S::Set1(1.0f / l[h]);
+    for (int c = 0; c < hd; c += L) {
+      S::Store(out + h * hd + c, S::Mul(S::Load(out + h * hd + c), inv));
+    }
+    lse[h] = m[h] + __builtin_logf(l[h]);
+  }
+}
+
 // Output registers a decode kernel's value step may hold (G heads x NV vectors).
 constexpr int kPvRegs = L == 16 ? 16 : 8;
 
